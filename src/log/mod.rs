@@ -1,0 +1,1 @@
+//! The storage engine: segments, records, the seq index, recovery, writer and readers.
