@@ -1,1 +1,62 @@
-//! The storage engine: segments, records, the seq index, recovery, writer and readers.
+//! The storage engine: segments of checksummed records, a seq index per segment, crash
+//! recovery, one writer with group commit, and zero-copy readers.
+//!
+//! The engine stores opaque payloads (agentlog's sessions store rkyv archives of events) and
+//! knows nothing of sessions. The byte format is documented in [`format`](self#on-disk-format)
+//! and in `docs/format.md`.
+//!
+//! # On-disk format
+//!
+//! ```text
+//! <log dir>/
+//!     00000000000000000000.seg   segment: 64-byte header, then 16-byte aligned records
+//!     00000000000000000000.idx   its index: 64-byte header, then one u32 offset per record
+//!     00000000000000052311.seg   the next segment, named by its base seq
+//!     LOCK                       held by the one writer
+//! ```
+//!
+//! # Example
+//!
+//! ```
+//! use agentlog::log::{Log, LogReader, Options};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let (log, report) = Log::open(dir.path().join("log"), Options::default())?;
+//! assert!(report.created);
+//! let seq = log.append(b"hello")?;
+//! assert_eq!(seq, 0);
+//! log.append_batch(&[b"a".as_slice(), b"b".as_slice()])?;
+//!
+//! // A reader in this process sees appends as they happen.
+//! let reader = log.reader();
+//! assert_eq!(reader.get(0)?.payload, b"hello");
+//! assert_eq!(reader.iter().count(), 3);
+//! log.close()?;
+//!
+//! // Any process can read, also while a writer appends.
+//! let reader = LogReader::open(dir.path().join("log"))?;
+//! assert_eq!(reader.len(), 3);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod format;
+mod io;
+mod lock;
+mod mmap;
+mod open;
+mod options;
+mod reader;
+mod recovery;
+mod segment;
+mod writer;
+
+pub use error::{Corruption, CorruptionKind, Error, Result};
+pub use format::{HeaderError, LogId, FORMAT_VERSION};
+pub use io::{OsStorage, Storage, StorageFile, Syncer};
+pub use lock::LOCK_FILE;
+pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
+pub use options::{Durability, Options, RecoveryMode};
+pub use reader::{Iter, LogReader, Record};
+pub use recovery::{Damage, DamageClass};
+pub use writer::Log;

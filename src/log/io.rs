@@ -1,0 +1,212 @@
+//! The I/O seam: every byte the writer puts on disk goes through [`Storage`] and [`StorageFile`].
+//!
+//! The default, [`OsStorage`], writes into a shared memory map of each file (no system call per
+//! append), grows files with `fallocate` ahead of the writer, and syncs with `fdatasync`. Tests put
+//! other implementations here to inject faults: a full disk, a failing sync, a power loss that
+//! keeps only what was synced.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Arc;
+
+use memmap2::MmapMut;
+use rustix::fs::FallocateFlags;
+
+use super::mmap;
+
+/// Opens files for the writer and changes directories.
+pub trait Storage: Send + Sync + 'static {
+    /// Opens `path` for writing, creating it (mode 0600) when `create` is set. The file may grow
+    /// up to `capacity` bytes.
+    fn open(&self, path: &Path, create: bool, capacity: u64) -> io::Result<Box<dyn StorageFile>>;
+    /// Makes the directory's entries (created, renamed, removed files) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Renames a file (atomically replacing `to`).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+}
+
+/// A file the writer appends to.
+pub trait StorageFile: Send + Sync {
+    /// The file's current size.
+    fn len(&self) -> u64;
+    /// True when the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Grows the file to at least `len` bytes with its blocks reserved (a full disk fails here).
+    fn allocate(&mut self, len: u64) -> io::Result<()>;
+    /// Writes `data` at `offset`; the range must lie inside the file.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Sets the file's size (truncates or extends with zeros).
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// Makes bytes `offset..offset + len` zero, keeping the size.
+    fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<()>;
+    /// A handle that makes the written data durable; usable while the file is being written.
+    fn syncer(&self) -> Arc<dyn Syncer>;
+}
+
+/// Makes a file's data durable (fdatasync).
+pub trait Syncer: Send + Sync {
+    /// Waits until everything written so far is on stable storage.
+    fn sync_data(&self) -> io::Result<()>;
+}
+
+/// The operating system: memory-mapped writes, `fallocate`, `fdatasync`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsStorage;
+
+impl Storage for OsStorage {
+    fn open(&self, path: &Path, create: bool, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        let map = mmap::map_write(&file, capacity.max(len))?;
+        Ok(Box::new(OsFile {
+            file: Arc::new(file),
+            map,
+            len,
+        }))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+}
+
+struct OsFile {
+    file: Arc<File>,
+    map: MmapMut,
+    len: u64,
+}
+
+impl fmt::Debug for OsFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OsFile").field("len", &self.len).finish()
+    }
+}
+
+fn unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc_codes::EOPNOTSUPP) | Some(libc_codes::ENOSYS) | Some(libc_codes::EINVAL)
+    )
+}
+
+mod libc_codes {
+    pub const EOPNOTSUPP: i32 = 95;
+    pub const ENOSYS: i32 = 38;
+    pub const EINVAL: i32 = 22;
+}
+
+impl OsFile {
+    fn range(&self, offset: u64, len: usize) -> io::Result<std::ops::Range<usize>> {
+        let end = offset
+            .checked_add(len as u64)
+            .filter(|&e| e <= self.len && usize::try_from(e).is_ok_and(|e| e <= self.map.len()));
+        match end {
+            Some(end) => Ok(offset as usize..end as usize),
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "write of {len} bytes at offset {offset} outside the file ({} bytes)",
+                    self.len
+                ),
+            )),
+        }
+    }
+}
+
+impl StorageFile for OsFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        if len <= self.len {
+            return Ok(());
+        }
+        match rustix::fs::fallocate(
+            &*self.file,
+            FallocateFlags::empty(),
+            self.len,
+            len - self.len,
+        ) {
+            Ok(()) => {}
+            Err(e) => {
+                let e = io::Error::from(e);
+                if !unsupported(&e) {
+                    return Err(e);
+                }
+                // No fallocate on this file system: write zeros so the blocks exist.
+                let zeros = vec![0u8; 1 << 16];
+                let mut at = self.len;
+                while at < len {
+                    let n = (len - at).min(zeros.len() as u64) as usize;
+                    self.file.write_all_at(&zeros[..n], at)?;
+                    at += n as u64;
+                }
+            }
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let r = self.range(offset, data.len())?;
+        self.map[r].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)?;
+        self.len = len;
+        Ok(())
+    }
+
+    fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        let end = offset.saturating_add(len).min(self.len);
+        if end <= offset {
+            return Ok(());
+        }
+        let len = end - offset;
+        let zeroed = rustix::fs::fallocate(&*self.file, FallocateFlags::ZERO_RANGE, offset, len)
+            .or_else(|_| {
+                rustix::fs::fallocate(
+                    &*self.file,
+                    FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+                    offset,
+                    len,
+                )?;
+                rustix::fs::fallocate(&*self.file, FallocateFlags::empty(), offset, len)
+            });
+        if zeroed.is_err() {
+            let r = self.range(offset, len as usize)?;
+            self.map[r].fill(0);
+        }
+        Ok(())
+    }
+
+    fn syncer(&self) -> Arc<dyn Syncer> {
+        Arc::new(FileSyncer(Arc::clone(&self.file)))
+    }
+}
+
+struct FileSyncer(Arc<File>);
+
+impl Syncer for FileSyncer {
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}

@@ -1,0 +1,425 @@
+//! Opening a log for writing: lock, inspect, repair what the recovery mode allows, report.
+
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::error::{Corruption, Error, Result};
+use super::format::{self, IndexHeader, IndexState, LogId, HEADER_SIZE};
+use super::lock::WriterLock;
+use super::options::{Options, RecoveryMode};
+use super::reader::Shared;
+use super::recovery::{self, DamageClass, Inspection, SegmentPlan};
+use super::segment::{index_capacity, SegmentView};
+use super::writer::{create_segment, Active, Log, Writer};
+
+/// The folder (inside the log directory) where salvage keeps the files it cut.
+pub const DAMAGED_DIR: &str = "damaged";
+
+/// What opening a log found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecoveryReport {
+    /// The log did not exist and was created.
+    pub created: bool,
+    /// The log had been closed cleanly: only headers and index tails were read.
+    pub clean: bool,
+    /// Segments in the log after opening.
+    pub segments: usize,
+    /// Records in the log after opening.
+    pub events: u64,
+    /// What was cut, if anything.
+    pub cut: Option<Cut>,
+    /// Index files that were missing or wrong and were rebuilt from their segments.
+    pub indexes_rebuilt: Vec<PathBuf>,
+    /// Files a crashed writer left behind, removed.
+    pub removed: Vec<PathBuf>,
+}
+
+/// A part of the log that opening removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    /// A torn tail (default mode) or damage cut by salvage.
+    pub class: DamageClass,
+    /// Where the damage starts and what it is.
+    pub at: Corruption,
+    /// The first seq no longer in the log.
+    pub first_lost_seq: u64,
+    /// Bytes removed from the damaged segment.
+    pub bytes: u64,
+    /// Whole segments after the damage, moved to the `damaged/` folder.
+    pub dropped_segments: Vec<PathBuf>,
+    /// Copies kept in `damaged/` (salvage keeps the damaged segment as it was).
+    pub kept_copies: Vec<PathBuf>,
+}
+
+impl std::fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.created {
+            return write!(f, "created a new log");
+        }
+        write!(
+            f,
+            "{} events in {} segment(s), {}",
+            self.events,
+            self.segments,
+            if self.clean {
+                "closed cleanly"
+            } else {
+                "recovered after an unclean stop"
+            }
+        )?;
+        if let Some(c) = &self.cut {
+            let what = match c.class {
+                DamageClass::TornTail => "cut a torn tail",
+                DamageClass::Corruption => "salvaged: cut damaged data",
+            };
+            write!(
+                f,
+                "; {what} of {} bytes from seq {} ({})",
+                c.bytes, c.first_lost_seq, c.at
+            )?;
+            if !c.dropped_segments.is_empty() {
+                write!(
+                    f,
+                    "; moved {} later segment(s) to {DAMAGED_DIR}/",
+                    c.dropped_segments.len()
+                )?;
+            }
+        }
+        if !self.indexes_rebuilt.is_empty() {
+            write!(f, "; rebuilt {} index file(s)", self.indexes_rebuilt.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates a directory (and its parents) with mode 0700.
+pub(crate) fn create_dir(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io("create directory", dir, e))
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir` for writing, recovering from an unclean stop as
+    /// `options.recovery` allows. Returns the log and a report of what opening found and did.
+    ///
+    /// Fails with [`Error::Locked`] while another writer has the log open.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<(Log, RecoveryReport)> {
+        options.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let mut report = RecoveryReport::default();
+        if !dir.is_dir() {
+            if !options.create {
+                return Err(Error::NotFound(dir));
+            }
+            create_dir(&dir)?;
+            report.created = true;
+        }
+        let lock = WriterLock::acquire(&dir)?;
+        let verify_all = options.recovery != RecoveryMode::TolerateTornTail;
+        let inspection = recovery::inspect(&dir, Some(options.payload_schema), verify_all)?;
+        if let Some(e) = inspection.refusal(options.recovery) {
+            return Err(e);
+        }
+        report.clean = inspection.clean() && !inspection.segments.is_empty();
+        let (writer, views, synced) = repair(&dir, &options, inspection, &mut report)?;
+        report.segments = views.len();
+        report.events = writer.next_seq;
+        let shared = Arc::new(Shared::new(views, writer.next_seq));
+        let log = Log::from_parts(dir, options, lock, writer, shared, synced)?;
+        Ok((log, report))
+    }
+}
+
+/// Applies what the inspection found: removes strays, cuts damage, rebuilds indexes, and opens
+/// the active segment for appending.
+fn repair(
+    dir: &Path,
+    options: &Options,
+    mut insp: Inspection,
+    report: &mut RecoveryReport,
+) -> Result<(Writer, Vec<Arc<SegmentView>>, u64)> {
+    for stray in std::mem::take(&mut insp.strays) {
+        std::fs::remove_file(&stray).map_err(|e| Error::io("remove stray file", &stray, e))?;
+        report.removed.push(stray);
+    }
+    if let Some(d) = insp.damage.take() {
+        let mut cut = Cut {
+            class: d.class,
+            at: d.corruption.clone(),
+            first_lost_seq: d.first_lost_seq,
+            bytes: d.bytes,
+            dropped_segments: Vec::new(),
+            kept_copies: Vec::new(),
+        };
+        let mut to_move: Vec<u64> = insp.dropped.clone();
+        let damaged_in_plans = insp
+            .segments
+            .last()
+            .is_some_and(|s| s.view.path == d.corruption.path);
+        if !damaged_in_plans {
+            if let Some(base) = d
+                .corruption
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(format::parse_segment_file_name)
+            {
+                to_move.insert(0, base);
+            }
+        }
+        if d.class == DamageClass::Corruption || !to_move.is_empty() {
+            let damaged = dir.join(DAMAGED_DIR);
+            create_dir(&damaged)?;
+            let stamp = super::writer::now_ms();
+            if damaged_in_plans && d.class == DamageClass::Corruption {
+                let name = format!(
+                    "{}.{stamp}",
+                    d.corruption
+                        .path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or("segment")
+                );
+                let copy = damaged.join(name);
+                std::fs::copy(&d.corruption.path, &copy)
+                    .map_err(|e| Error::io("keep a copy of", &d.corruption.path, e))?;
+                cut.kept_copies.push(copy);
+            }
+            for base in to_move {
+                for name in [
+                    format::segment_file_name(base),
+                    format::index_file_name(base),
+                ] {
+                    let from = dir.join(&name);
+                    if !from.exists() {
+                        continue;
+                    }
+                    let to = damaged.join(format!("{name}.{stamp}"));
+                    std::fs::rename(&from, &to)
+                        .map_err(|e| Error::io("move damaged file", &from, e))?;
+                    if name.ends_with(".seg") {
+                        cut.dropped_segments.push(from);
+                    }
+                }
+            }
+        }
+        report.cut = Some(cut);
+    }
+    let log_id = insp.log_id.unwrap_or_else(LogId::generate);
+    let next_seq = insp.len();
+    let plans = std::mem::take(&mut insp.segments);
+    let last = plans.len().checked_sub(1);
+    let mut active = None;
+    for (i, plan) in plans.into_iter().enumerate() {
+        let big_enough = HEADER_SIZE as u64 + format::record_size(options.max_event_size)
+            <= plan.view.header.capacity;
+        let keep_open = Some(i) == last
+            && plan.index_state != Some(IndexState::Sealed)
+            && plan.end + format::record_size(1) <= plan.view.header.capacity;
+        if keep_open && !big_enough && plan.count == 0 {
+            // An empty segment too small for the configured maximum event: start it again.
+            for p in [plan.view.path.clone(), plan.view.index_path()] {
+                std::fs::remove_file(&p).map_err(|e| Error::io("remove", &p, e))?;
+            }
+        } else if keep_open && big_enough {
+            active = Some(reopen_active(dir, options, plan, report)?);
+        } else if !plan.index_trusted
+            || plan.file_len != plan.end
+            || plan.index_state != Some(IndexState::Sealed)
+        {
+            seal_plan(dir, options, &plan, report)?;
+        }
+    }
+    options
+        .storage
+        .sync_dir(dir)
+        .map_err(|e| Error::io("sync directory", dir, e))?;
+    let (bases, _) = recovery::list_dir(dir)?;
+    let mut views = Vec::with_capacity(bases.len() + 1);
+    for base in bases {
+        let view = match &active {
+            Some(a) if a.base == base => Arc::clone(&a.view),
+            _ => Arc::new(SegmentView::open(dir, base)?),
+        };
+        views.push(view);
+    }
+    let active = match active {
+        Some(a) => a,
+        None => {
+            let a = create_segment(dir, options, next_seq, log_id)?;
+            views.push(Arc::clone(&a.view));
+            a
+        }
+    };
+    let writer = Writer {
+        active: Some(active),
+        next_seq,
+        log_id,
+        closed: false,
+    };
+    Ok((writer, views, next_seq))
+}
+
+/// Rewrites the index of a segment that stays sealed, from the offsets found by scanning, and
+/// trims the segment to its records.
+fn seal_plan(
+    dir: &Path,
+    options: &Options,
+    plan: &SegmentPlan,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let mut seg = options
+        .storage
+        .open(&plan.view.path, false, plan.view.header.capacity)
+        .map_err(|e| Error::io("open segment", &plan.view.path, e))?;
+    if plan.file_len != plan.end {
+        seg.set_len(plan.end)
+            .map_err(|e| Error::io("trim segment", &plan.view.path, e))?;
+        seg.syncer()
+            .sync_data()
+            .map_err(|e| Error::io("fdatasync", &plan.view.path, e))?;
+    }
+    let header = IndexHeader {
+        state: IndexState::Sealed,
+        base_seq: plan.base(),
+        log_id: plan.view.header.log_id,
+        count: plan.count,
+        end: plan.end,
+        synced_end: plan.end as u32,
+    };
+    match &plan.scanned {
+        Some(offsets) => {
+            write_index(dir, options, plan, header, offsets)?;
+            report.indexes_rebuilt.push(plan.view.index_path());
+        }
+        None => {
+            let path = plan.view.index_path();
+            let mut idx = options
+                .storage
+                .open(&path, false, index_capacity(plan.view.header.capacity))
+                .map_err(|e| Error::io("open index", &path, e))?;
+            idx.write_at(0, &header.encode())
+                .map_err(|e| Error::io("write index header", &path, e))?;
+            idx.syncer()
+                .sync_data()
+                .map_err(|e| Error::io("fdatasync", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a whole index file.
+fn write_index(
+    dir: &Path,
+    options: &Options,
+    plan: &SegmentPlan,
+    header: IndexHeader,
+    offsets: &[u32],
+) -> Result<Box<dyn super::io::StorageFile>> {
+    let path = dir.join(format::index_file_name(plan.base()));
+    let cap = index_capacity(plan.view.header.capacity);
+    let mut idx = options
+        .storage
+        .open(&path, true, cap)
+        .map_err(|e| Error::io("create index", &path, e))?;
+    let mut bytes = Vec::with_capacity(HEADER_SIZE + offsets.len() * 4);
+    bytes.extend_from_slice(&header.encode());
+    for o in offsets {
+        bytes.extend_from_slice(&o.to_le_bytes());
+    }
+    idx.set_len(0)
+        .and_then(|()| idx.allocate(bytes.len() as u64))
+        .and_then(|()| idx.write_at(0, &bytes))
+        .map_err(|e| Error::io("write index", &path, e))?;
+    idx.syncer()
+        .sync_data()
+        .map_err(|e| Error::io("fdatasync", &path, e))?;
+    Ok(idx)
+}
+
+/// Opens the last segment for appending: zeroes whatever follows its records (a torn tail, a
+/// killed writer's partial record), rebuilds its index when needed, marks it open, syncs.
+fn reopen_active(
+    dir: &Path,
+    options: &Options,
+    plan: SegmentPlan,
+    report: &mut RecoveryReport,
+) -> Result<Active> {
+    let capacity = plan.view.header.capacity;
+    let seg_path = plan.view.path.clone();
+    let idx_path = plan.view.index_path();
+    let mut seg = options
+        .storage
+        .open(&seg_path, false, capacity)
+        .map_err(|e| Error::io("open segment", &seg_path, e))?;
+    let dirty_tail = plan.file_len > plan.end
+        && !(plan.index_trusted && plan.index_state == Some(IndexState::Closed));
+    if plan.file_len > plan.end {
+        seg.zero_range(plan.end, plan.file_len - plan.end)
+            .map_err(|e| Error::io("cut the tail of", &seg_path, e))?;
+    }
+    let header = IndexHeader {
+        state: IndexState::Open,
+        base_seq: plan.base(),
+        log_id: plan.view.header.log_id,
+        count: plan.count,
+        end: plan.end,
+        synced_end: plan.end as u32,
+    };
+    let syncer = seg.syncer();
+    if dirty_tail || plan.scanned.is_some() {
+        syncer
+            .sync_data()
+            .map_err(|e| Error::io("fdatasync", &seg_path, e))?;
+    }
+    let idx = match &plan.scanned {
+        Some(offsets) => {
+            report.indexes_rebuilt.extend(
+                (!plan
+                    .view
+                    .index_header()
+                    .is_some_and(|h| h.state == IndexState::Open)
+                    || plan.view.count_by_index() != Some(plan.count))
+                .then(|| idx_path.clone()),
+            );
+            write_index(dir, options, &plan, header, offsets)?
+        }
+        None => {
+            let mut idx = options
+                .storage
+                .open(&idx_path, false, index_capacity(capacity))
+                .map_err(|e| Error::io("open index", &idx_path, e))?;
+            idx.write_at(0, &header.encode())
+                .map_err(|e| Error::io("write index header", &idx_path, e))?;
+            idx.syncer()
+                .sync_data()
+                .map_err(|e| Error::io("fdatasync", &idx_path, e))?;
+            idx
+        }
+    };
+    let view = SegmentView::open(dir, plan.base())?;
+    view.set_readable(seg.len());
+    let idx_syncer = idx.syncer();
+    Ok(Active {
+        base: plan.base(),
+        seed: plan.view.check.seed,
+        log_id: plan.view.header.log_id,
+        capacity,
+        seg,
+        idx,
+        syncer,
+        idx_syncer,
+        count: plan.count,
+        end: plan.end,
+        synced_end: plan.end,
+        view: Arc::new(view),
+        seg_path,
+        idx_path,
+    })
+}

@@ -1,0 +1,463 @@
+//! Readers: zero-copy access to records by seq, iteration, and waiting for new records.
+//!
+//! A reader sees a snapshot: the records that were published when it was opened or last
+//! refreshed. Readers attached to a writer in the same process ([`Log::reader`](super::Log::reader))
+//! learn of new records from an atomic counter the writer publishes with release ordering. Readers
+//! in other processes ([`LogReader::open`]) learn of them from the index, whose entry for a record
+//! is written only after the record is complete, and check each new record's checksum before
+//! counting it. Either way a reader never sees a partial record.
+
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use super::error::{Error, Result};
+use super::format::{self, IndexState, LogId, HEADER_SIZE};
+use super::recovery;
+use super::segment::{self, check_record, SegmentView};
+
+/// Locks a mutex, ignoring poisoning (the protected data stays consistent: every critical
+/// section of the engine is panic-free).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a writer shares with the readers of its process.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub segments: RwLock<Arc<Vec<Arc<SegmentView>>>>,
+    pub published: AtomicU64,
+    pub closed: AtomicBool,
+    waiters: AtomicUsize,
+    notify: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Shared {
+    pub(crate) fn new(segments: Vec<Arc<SegmentView>>, published: u64) -> Shared {
+        Shared {
+            segments: RwLock::new(Arc::new(segments)),
+            published: AtomicU64::new(published),
+            closed: AtomicBool::new(false),
+            waiters: AtomicUsize::new(0),
+            notify: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Arc<Vec<Arc<SegmentView>>> {
+        Arc::clone(&self.segments.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub(crate) fn push_segment(&self, view: Arc<SegmentView>) {
+        let mut g = self.segments.write().unwrap_or_else(|e| e.into_inner());
+        let mut list = Vec::clone(&g);
+        list.push(view);
+        *g = Arc::new(list);
+    }
+
+    /// Makes records up to `len` visible and wakes waiting readers.
+    pub(crate) fn publish(&self, len: u64) {
+        self.published.store(len, Ordering::SeqCst);
+        self.wake();
+    }
+
+    pub(crate) fn wake(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.notify);
+            self.cv.notify_all();
+        }
+    }
+}
+
+/// One record: its seq and its payload, borrowed from the memory map (no copy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// The record's seq.
+    pub seq: u64,
+    /// The payload bytes, 16-byte aligned in memory.
+    pub payload: &'a [u8],
+}
+
+#[derive(Debug)]
+enum Source {
+    Attached(Arc<Shared>),
+    Detached(PathBuf),
+}
+
+/// A reader of a log: `get`, iteration, `len`, and waiting for new records.
+///
+/// Cheap to clone; each clone refreshes on its own. Usable while a writer appends, from the
+/// writer's process ([`Log::reader`](super::Log::reader)) or from any other ([`LogReader::open`]).
+#[derive(Debug)]
+pub struct LogReader {
+    source: Source,
+    segments: Arc<Vec<Arc<SegmentView>>>,
+    len: u64,
+}
+
+impl Clone for LogReader {
+    fn clone(&self) -> Self {
+        LogReader {
+            source: match &self.source {
+                Source::Attached(s) => Source::Attached(Arc::clone(s)),
+                Source::Detached(d) => Source::Detached(d.clone()),
+            },
+            segments: Arc::clone(&self.segments),
+            len: self.len,
+        }
+    }
+}
+
+impl LogReader {
+    pub(crate) fn attached(shared: Arc<Shared>) -> LogReader {
+        let segments = shared.snapshot();
+        let len = shared.published.load(Ordering::SeqCst);
+        LogReader {
+            source: Source::Attached(shared),
+            segments,
+            len,
+        }
+    }
+
+    /// Opens the log in `dir` for reading, without taking the writer's lock: works while a writer
+    /// in another process appends. Damage is not repaired (that is the writer's job); a reader sees
+    /// the valid records and gets an error naming the segment and offset when it reaches damage.
+    pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
+        let dir = dir.as_ref().to_path_buf();
+        let (bases, _) = recovery::list_dir(&dir)?;
+        let mut segments = Vec::with_capacity(bases.len());
+        let mut len = 0;
+        for (i, &base) in bases.iter().enumerate() {
+            let view = SegmentView::open(&dir, base)?;
+            let count = match bases.get(i + 1) {
+                Some(&next) => next.saturating_sub(base),
+                None => last_segment_count(&view),
+            };
+            if i > 0 && base != len {
+                // A gap: the records of the previous segment end early. Reading stops there.
+                break;
+            }
+            len = base + count;
+            segments.push(Arc::new(view));
+        }
+        Ok(LogReader {
+            source: Source::Detached(dir),
+            segments: Arc::new(segments),
+            len,
+        })
+    }
+
+    /// The number of records this reader sees.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the reader sees no records.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The log's id, when it has a segment.
+    pub fn log_id(&self) -> Option<LogId> {
+        self.segments.first().map(|s| s.header.log_id)
+    }
+
+    /// The payload schema written in the segment headers, when the log has a segment.
+    pub fn payload_schema(&self) -> Option<u32> {
+        self.segments.first().map(|s| s.header.payload_schema)
+    }
+
+    /// Paths and sizes (bytes readable) of the segment files.
+    pub fn segment_files(&self) -> Vec<(PathBuf, u64)> {
+        self.segments
+            .iter()
+            .map(|s| (s.path.clone(), s.data().len() as u64))
+            .collect()
+    }
+
+    /// Picks up records appended since the reader was opened or last refreshed; returns the new
+    /// length.
+    pub fn refresh(&mut self) -> Result<u64> {
+        match &self.source {
+            Source::Attached(shared) => {
+                let len = shared.published.load(Ordering::SeqCst);
+                if len != self.len {
+                    self.segments = shared.snapshot();
+                    self.len = len;
+                }
+            }
+            Source::Detached(dir) => {
+                let dir = dir.clone();
+                self.refresh_detached(&dir)?;
+            }
+        }
+        Ok(self.len)
+    }
+
+    fn refresh_detached(&mut self, dir: &Path) -> Result<()> {
+        loop {
+            let Some(last) = self.segments.last().cloned() else {
+                let fresh = LogReader::open(dir)?;
+                self.segments = fresh.segments;
+                self.len = fresh.len;
+                return Ok(());
+            };
+            last.refresh_len();
+            let base = last.header.base_seq;
+            let mut i = self.len - base;
+            while last.record(i).is_ok() {
+                i += 1;
+            }
+            self.len = base + i;
+            let sealed = last
+                .index_header()
+                .filter(|h| h.state == IndexState::Sealed && h.count == i);
+            let Some(h) = sealed else { return Ok(()) };
+            let next = base + h.count;
+            if !dir.join(format::segment_file_name(next)).exists() {
+                return Ok(());
+            }
+            let view = Arc::new(SegmentView::open(dir, next)?);
+            let mut list = Vec::clone(&self.segments);
+            list.push(view);
+            self.segments = Arc::new(list);
+        }
+    }
+
+    fn segment_for(&self, seq: u64) -> Option<usize> {
+        let k = self.segments.partition_point(|s| s.header.base_seq <= seq);
+        k.checked_sub(1)
+    }
+
+    /// The record `seq`, checked (checksum and seq), borrowed from the map.
+    pub fn get(&self, seq: u64) -> Result<Record<'_>> {
+        if seq >= self.len {
+            return Err(Error::SeqOutOfRange { seq, len: self.len });
+        }
+        let k = self
+            .segment_for(seq)
+            .ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
+        let view = &self.segments[k];
+        let i = seq - view.header.base_seq;
+        match view.record(i) {
+            Ok(found) => Ok(Record {
+                seq,
+                payload: found.payload,
+            }),
+            Err((offset, fault)) => {
+                if !view.has_fallback() {
+                    // The index may be damaged: find the records by scanning, once.
+                    let s = segment::scan(
+                        view.data(),
+                        HEADER_SIZE as u64,
+                        view.header.base_seq,
+                        &view.check,
+                    );
+                    if (s.offsets.len() as u64) > i {
+                        view.use_fallback(s.offsets);
+                        if let Ok(found) = view.record(i) {
+                            return Ok(Record {
+                                seq,
+                                payload: found.payload,
+                            });
+                        }
+                    }
+                }
+                Err(Error::corrupt(
+                    &view.path,
+                    offset,
+                    Some(seq),
+                    fault.into_kind(),
+                ))
+            }
+        }
+    }
+
+    /// Iterates over every record this reader sees, in seq order.
+    pub fn iter(&self) -> Iter<'_> {
+        self.range(..)
+    }
+
+    /// Iterates over the records in `range` (clipped to what the reader sees), in seq order.
+    pub fn range(&self, range: impl RangeBounds<u64>) -> Iter<'_> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => u64::MAX,
+        }
+        .min(self.len);
+        Iter {
+            reader: self,
+            seg: usize::MAX,
+            offset: 0,
+            seq: start,
+            end,
+        }
+    }
+
+    /// Waits until the log holds more records than this reader sees, or `timeout` passes; then
+    /// refreshes. Returns the new length (unchanged after a timeout).
+    pub fn wait(&mut self, timeout: Duration) -> Result<u64> {
+        let deadline = Instant::now() + timeout;
+        let seen = self.len;
+        match &self.source {
+            Source::Attached(shared) => {
+                let shared = Arc::clone(shared);
+                shared.waiters.fetch_add(1, Ordering::SeqCst);
+                let mut g = lock(&shared.notify);
+                loop {
+                    if shared.published.load(Ordering::SeqCst) > seen
+                        || shared.closed.load(Ordering::SeqCst)
+                    {
+                        break;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    g = shared
+                        .cv
+                        .wait_timeout(g, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                drop(g);
+                shared.waiters.fetch_sub(1, Ordering::SeqCst);
+                self.refresh()
+            }
+            Source::Detached(_) => {
+                let mut pause = Duration::from_millis(1);
+                loop {
+                    if self.refresh()? > seen {
+                        return Ok(self.len);
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Ok(self.len);
+                    }
+                    std::thread::sleep(pause.min(deadline - now));
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+}
+
+/// Counts the records of the last segment of a log being read from outside the writer.
+fn last_segment_count(view: &SegmentView) -> u64 {
+    if let Some(h) = view.index_header() {
+        if h.state != IndexState::Open && view.index_tail_ok(h.count, h.end) {
+            return h.count;
+        }
+        if h.state == IndexState::Open {
+            if let Some(n) = view.count_by_index() {
+                return n;
+            }
+        }
+    }
+    // No usable index: find the records by scanning.
+    let s = segment::scan(
+        view.data(),
+        HEADER_SIZE as u64,
+        view.header.base_seq,
+        &view.check,
+    );
+    let n = s.offsets.len() as u64;
+    view.use_fallback(s.offsets);
+    n
+}
+
+/// An iterator over records, checking each one; stops after the first error.
+#[derive(Debug)]
+pub struct Iter<'a> {
+    reader: &'a LogReader,
+    seg: usize,
+    offset: u64,
+    seq: u64,
+    end: u64,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = Result<Record<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.seq >= self.end {
+            return None;
+        }
+        let segments = &self.reader.segments;
+        let entering = match segments.get(self.seg.wrapping_add(1)) {
+            Some(next) => self.seg == usize::MAX || next.header.base_seq <= self.seq,
+            None => self.seg == usize::MAX,
+        };
+        if entering {
+            let Some(k) = self.reader.segment_for(self.seq) else {
+                self.seq = self.end;
+                return Some(Err(Error::SeqOutOfRange {
+                    seq: self.seq,
+                    len: self.reader.len,
+                }));
+            };
+            let view = &segments[k];
+            let i = self.seq - view.header.base_seq;
+            self.seg = k;
+            self.offset = if i == 0 {
+                HEADER_SIZE as u64
+            } else {
+                match view.offset_of(i) {
+                    Some(o) => o,
+                    None => {
+                        return Some(self.fail_with_get());
+                    }
+                }
+            };
+        }
+        let view = &segments[self.seg];
+        match check_record(view.data(), self.offset, self.seq, &view.check) {
+            Ok(found) => {
+                let rec = Record {
+                    seq: self.seq,
+                    payload: found.payload,
+                };
+                self.offset = found.next;
+                self.seq += 1;
+                Some(Ok(rec))
+            }
+            Err(fault) => {
+                let seq = self.seq;
+                self.seq = self.end;
+                Some(Err(Error::corrupt(
+                    &view.path,
+                    self.offset,
+                    Some(seq),
+                    fault.into_kind(),
+                )))
+            }
+        }
+    }
+}
+
+impl<'a> Iter<'a> {
+    /// Falls back to a checked `get` (which can rebuild a damaged index) and continues from there.
+    fn fail_with_get(&mut self) -> Result<Record<'a>> {
+        let seq = self.seq;
+        match self.reader.get(seq) {
+            Ok(rec) => {
+                self.seq += 1;
+                self.seg = usize::MAX;
+                Ok(rec)
+            }
+            Err(e) => {
+                self.seq = self.end;
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Opening a log: finding its segments, checking them, classifying damage, and (for the writer)
+//! repairing what the recovery mode allows.
+//!
+//! A clean open reads each segment's header, its index header and the last record the index
+//! names, nothing else. After an unclean stop the active segment is scanned record by record.
+//! The first record that is not valid is classified:
+//!
+//! - nothing valid follows it, and it lies beyond what was synced: a **torn tail** (a crash in the
+//!   middle of an append). The default mode cuts it and reports what was cut.
+//! - a valid record follows it, it lies in the synced part, or it is in a sealed segment:
+//!   **corruption**. Only [`RecoveryMode::Salvage`] cuts it; the other modes refuse to open.
+
+use std::path::{Path, PathBuf};
+
+use super::error::{Corruption, CorruptionKind, Error, Result};
+use super::format::{self, IndexState, LogId, HEADER_SIZE};
+use super::options::RecoveryMode;
+use super::segment::{self, Fault, SegmentView};
+
+/// How damage found at open is classified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DamageClass {
+    /// An incomplete last record of the active segment, left by a crash during an append.
+    TornTail,
+    /// Damage that a crash cannot explain: a bad record with valid records after it, in the
+    /// synced part of the log, or in a sealed segment.
+    Corruption,
+}
+
+/// Damage found while opening, and what it costs to cut it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Where and what.
+    pub corruption: Corruption,
+    /// Torn tail or corruption.
+    pub class: DamageClass,
+    /// The first seq that a cut at this point removes from the log.
+    pub first_lost_seq: u64,
+    /// Bytes after the cut point in the damaged segment.
+    pub bytes: u64,
+}
+
+/// One segment as found at open.
+#[derive(Debug)]
+pub(crate) struct SegmentPlan {
+    pub view: SegmentView,
+    pub count: u64,
+    pub end: u64,
+    pub file_len: u64,
+    /// The index header was valid and agreed with the segment.
+    pub index_trusted: bool,
+    pub index_state: Option<IndexState>,
+    /// Offsets found by scanning (the index must be rewritten from these).
+    pub scanned: Option<Vec<u32>>,
+}
+
+impl SegmentPlan {
+    pub(crate) fn base(&self) -> u64 {
+        self.view.header.base_seq
+    }
+}
+
+/// Everything found at open.
+#[derive(Debug, Default)]
+pub(crate) struct Inspection {
+    pub log_id: Option<LogId>,
+    /// The segments before the damage (the damaged one included, holding its valid prefix).
+    pub segments: Vec<SegmentPlan>,
+    pub damage: Option<Damage>,
+    /// Base seqs of whole segments after the damage.
+    pub dropped: Vec<u64>,
+    /// Files a crashed writer left behind (temporary segment files, indexes without segment).
+    pub strays: Vec<PathBuf>,
+}
+
+impl Inspection {
+    /// Events in the kept segments.
+    pub(crate) fn len(&self) -> u64 {
+        self.segments.last().map_or(0, |s| s.base() + s.count)
+    }
+
+    /// True when the log was closed cleanly and nothing needs repair.
+    pub(crate) fn clean(&self) -> bool {
+        self.damage.is_none()
+            && self.segments.last().is_none_or(|s| {
+                s.index_trusted
+                    && matches!(s.index_state, Some(IndexState::Closed | IndexState::Sealed))
+            })
+            && self.segments.iter().all(|s| s.index_trusted)
+    }
+
+    /// The error the recovery mode raises for the damage found, if any.
+    pub(crate) fn refusal(&self, mode: RecoveryMode) -> Option<Error> {
+        let d = self.damage.as_ref()?;
+        match (d.class, mode) {
+            (_, RecoveryMode::Salvage) => None,
+            (DamageClass::TornTail, RecoveryMode::TolerateTornTail) => None,
+            (DamageClass::TornTail, RecoveryMode::Strict) => {
+                Some(Error::TornTail(Box::new(d.corruption.clone())))
+            }
+            (DamageClass::Corruption, _) => Some(Error::Corrupt(Box::new(d.corruption.clone()))),
+        }
+    }
+}
+
+/// Lists the base seqs of the segments in `dir`, sorted, and the stray files.
+pub(crate) fn list_dir(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>)> {
+    let rd = std::fs::read_dir(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::NotFound(dir.to_path_buf())
+        } else {
+            Error::io("read directory", dir, e)
+        }
+    })?;
+    let mut bases = Vec::new();
+    let mut idx = Vec::new();
+    let mut strays = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(base) = format::parse_segment_file_name(name) {
+            bases.push(base);
+        } else if name.ends_with(".seg.tmp") || name.ends_with(".idx.tmp") {
+            strays.push(entry.path());
+        } else if let Some(stem) = name.strip_suffix(".idx") {
+            idx.push((stem.to_string(), entry.path()));
+        }
+    }
+    bases.sort_unstable();
+    for (stem, path) in idx {
+        let has_segment = stem.len() == 20
+            && stem
+                .parse::<u64>()
+                .is_ok_and(|b| bases.binary_search(&b).is_ok());
+        if !has_segment {
+            strays.push(path);
+        }
+    }
+    Ok((bases, strays))
+}
+
+/// Reads and checks every segment of the log in `dir` without changing anything.
+///
+/// With `verify_all`, every record of every segment is checked (strict and salvage modes, and
+/// `verify`); otherwise a segment whose index header and index tail agree with it is trusted
+/// without reading its records.
+pub(crate) fn inspect(
+    dir: &Path,
+    payload_schema: Option<u32>,
+    verify_all: bool,
+) -> Result<Inspection> {
+    let (bases, strays) = list_dir(dir)?;
+    let mut out = Inspection {
+        strays,
+        ..Inspection::default()
+    };
+    for (i, &base) in bases.iter().enumerate() {
+        let is_last = i + 1 == bases.len();
+        let next_base = bases.get(i + 1).copied();
+        let view = match SegmentView::open(dir, base) {
+            Ok(v) => v,
+            Err(Error::Corrupt(c)) => {
+                out.damage = Some(Damage {
+                    first_lost_seq: base,
+                    bytes: std::fs::metadata(&c.path).map_or(0, |m| m.len()),
+                    corruption: *c,
+                    class: DamageClass::Corruption,
+                });
+                out.dropped = bases[i + 1..].to_vec();
+                return Ok(out);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(schema) = payload_schema {
+            if view.header.payload_schema != schema {
+                return Err(Error::Incompatible {
+                    path: view.path.clone(),
+                    reason: format!(
+                        "payload schema {} (expected {schema})",
+                        view.header.payload_schema
+                    ),
+                });
+            }
+        }
+        let expected_base = out.len();
+        let log_id = *out.log_id.get_or_insert(view.header.log_id);
+        let header_damage = if view.header.log_id != log_id {
+            Some(CorruptionKind::ForeignSegment {
+                expected: log_id.to_string(),
+                found: view.header.log_id.to_string(),
+            })
+        } else if i > 0 && base != expected_base {
+            Some(CorruptionKind::MissingSeqs {
+                from: expected_base,
+                to: base,
+            })
+        } else if i == 0 && base != 0 {
+            Some(CorruptionKind::MissingSeqs { from: 0, to: base })
+        } else {
+            None
+        };
+        if let Some(kind) = header_damage {
+            let offset = if matches!(kind, CorruptionKind::ForeignSegment { .. }) {
+                24
+            } else {
+                16
+            };
+            out.damage = Some(Damage {
+                corruption: Corruption {
+                    path: view.path.clone(),
+                    offset,
+                    seq: Some(expected_base),
+                    kind,
+                },
+                class: DamageClass::Corruption,
+                first_lost_seq: expected_base,
+                bytes: view.data().len() as u64,
+            });
+            out.dropped = bases[i + 1..].to_vec();
+            return Ok(out);
+        }
+        let plan = plan_segment(view, is_last, next_base, verify_all);
+        let (plan, damage) = plan;
+        out.segments.push(plan);
+        if let Some(d) = damage {
+            out.damage = Some(d);
+            out.dropped = bases[i + 1..].to_vec();
+            return Ok(out);
+        }
+    }
+    Ok(out)
+}
+
+fn plan_segment(
+    view: SegmentView,
+    is_last: bool,
+    next_base: Option<u64>,
+    verify_all: bool,
+) -> (SegmentPlan, Option<Damage>) {
+    let file_len = view.data().len() as u64;
+    let base = view.header.base_seq;
+    let index = view.index_header();
+    let index_state = index.map(|h| h.state);
+    let trusted = index.filter(|h| {
+        matches!(h.state, IndexState::Closed | IndexState::Sealed)
+            && h.end <= file_len
+            && view.index_tail_ok(h.count, h.end)
+            && (h.end == file_len
+                || matches!(
+                    segment::check_record(view.data(), h.end, base + h.count, &view.check),
+                    Err(Fault::Zero)
+                ))
+            && next_base.is_none_or(|n| n == base + h.count)
+    });
+    if let Some(h) = trusted.filter(|_| !verify_all) {
+        let plan = SegmentPlan {
+            count: h.count,
+            end: h.end,
+            file_len,
+            index_trusted: true,
+            index_state,
+            scanned: None,
+            view,
+        };
+        return (plan, None);
+    }
+    let data = view.data();
+    let s = segment::scan(data, HEADER_SIZE as u64, base, &view.check);
+    let count = s.offsets.len() as u64;
+    let synced = match index {
+        Some(h) if matches!(h.state, IndexState::Closed | IndexState::Sealed) => h.end,
+        Some(h) => u64::from(h.synced_end),
+        None => 0,
+    };
+    let damage = match s.stop {
+        None => None,
+        Some((offset, fault)) => {
+            let seq = base + count;
+            let after = segment::valid_record_after(data, offset, seq, &view.check);
+            let nonzero_end = segment::has_nonzero(data, offset);
+            // A record that is complete but fails its checksum is damage a crash cannot explain
+            // when it lies in the synced part; an incomplete or zero record is a torn tail.
+            let complete_but_bad = !matches!(fault, Fault::Zero | Fault::Incomplete { .. });
+            let class = if fault == Fault::Zero && after.is_none() && nonzero_end.is_none() {
+                // A clean end of the records. In a sealed segment it must hold every record up
+                // to the next segment's base.
+                match next_base {
+                    Some(n) if n != seq => Some(DamageClass::Corruption),
+                    _ => None,
+                }
+            } else if !is_last || after.is_some() || (complete_but_bad && offset < synced) {
+                Some(DamageClass::Corruption)
+            } else {
+                Some(DamageClass::TornTail)
+            };
+            class.map(|class| Damage {
+                corruption: Corruption {
+                    path: view.path.clone(),
+                    offset,
+                    seq: Some(seq),
+                    kind: fault.clone().into_kind(),
+                },
+                class,
+                first_lost_seq: seq,
+                bytes: match fault {
+                    Fault::Incomplete { .. } => file_len,
+                    _ => nonzero_end.unwrap_or(offset),
+                }
+                .max(offset)
+                    - offset,
+            })
+        }
+    };
+    // A full check that found the index right keeps it.
+    let index_right =
+        damage.is_none() && trusted.is_some_and(|h| h.count == count && h.end == s.end);
+    let plan = SegmentPlan {
+        count,
+        end: s.end,
+        file_len,
+        index_trusted: index_right,
+        index_state,
+        scanned: (!index_right).then_some(s.offsets),
+        view,
+    };
+    (plan, damage)
+}

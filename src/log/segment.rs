@@ -1,0 +1,393 @@
+//! Reading segments: checking one record, scanning a segment, and the read-only view of a
+//! segment and its index that readers and recovery share.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use memmap2::Mmap;
+
+use super::error::{CorruptionKind, Error, Result};
+use super::format::{
+    self, IndexHeader, RecordHeader, SegmentHeader, HEADER_SIZE, INDEX_ENTRY_SIZE,
+    RECORD_HEADER_SIZE,
+};
+use super::mmap;
+
+/// Why the bytes at a record position are not the expected record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// All 16 header bytes are zero: nothing was written here (the end of the records).
+    Zero,
+    /// The header names more bytes than the file holds.
+    Incomplete { need: u64, have: u64 },
+    /// A header no writer produces.
+    BadHeader(String),
+    /// A well-formed record for another seq.
+    SeqMismatch { expected: u64, found: u64 },
+    /// The checksum does not match.
+    Checksum { expected: u32, got: u32 },
+}
+
+impl Fault {
+    pub(crate) fn into_kind(self) -> CorruptionKind {
+        match self {
+            Fault::Zero => CorruptionKind::Truncated("the records end early (zero bytes)".into()),
+            Fault::Incomplete { need, have } => CorruptionKind::Truncated(format!(
+                "the record needs {need} bytes, the file holds {have}"
+            )),
+            Fault::BadHeader(s) => CorruptionKind::BadRecordHeader(s),
+            Fault::SeqMismatch { expected, found } => {
+                CorruptionKind::SeqMismatch { expected, found }
+            }
+            Fault::Checksum { expected, got } => CorruptionKind::ChecksumMismatch { expected, got },
+        }
+    }
+}
+
+/// What a segment's records are checked against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordCheck {
+    pub base_seq: u64,
+    pub seed: u32,
+    pub max_payload: u64,
+}
+
+/// A valid record found at some offset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Found<'a> {
+    pub payload: &'a [u8],
+    /// Offset just past the record (and its padding).
+    pub next: u64,
+}
+
+/// Checks the record at `offset` of `data` (the readable bytes of a segment) against `seq`.
+pub(crate) fn check_record<'a>(
+    data: &'a [u8],
+    offset: u64,
+    seq: u64,
+    check: &RecordCheck,
+) -> std::result::Result<Found<'a>, Fault> {
+    let have = data.len() as u64;
+    let header_end = offset.saturating_add(RECORD_HEADER_SIZE as u64);
+    if header_end > have {
+        if offset >= have || data[offset as usize..].iter().all(|&b| b == 0) {
+            return Err(Fault::Zero);
+        }
+        return Err(Fault::Incomplete {
+            need: RECORD_HEADER_SIZE as u64,
+            have: have - offset,
+        });
+    }
+    let start = offset as usize;
+    let header = &data[start..start + RECORD_HEADER_SIZE];
+    let h = RecordHeader::read(header);
+    if h.is_zero() {
+        return Err(Fault::Zero);
+    }
+    if !h.flags_ok() {
+        return Err(Fault::BadHeader(format!("flags {:#010x}", h.flags)));
+    }
+    if u64::from(h.len) > check.max_payload {
+        return Err(Fault::BadHeader(format!(
+            "payload length {} exceeds what fits in a segment ({})",
+            h.len, check.max_payload
+        )));
+    }
+    let size = format::record_size(u64::from(h.len));
+    let end = offset.saturating_add(size);
+    let payload_end = header_end + u64::from(h.len);
+    if payload_end > have {
+        return Err(Fault::Incomplete {
+            need: size,
+            have: have - offset,
+        });
+    }
+    let found_seq = check.base_seq + u64::from(h.seq_delta);
+    let payload = &data[header_end as usize..payload_end as usize];
+    let got = format::record_crc(check.seed, header, payload);
+    if got != h.crc {
+        return Err(Fault::Checksum {
+            expected: h.crc,
+            got,
+        });
+    }
+    if found_seq != seq {
+        return Err(Fault::SeqMismatch {
+            expected: seq,
+            found: found_seq,
+        });
+    }
+    Ok(Found { payload, next: end })
+}
+
+/// The result of walking a segment's records from some point.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// Offsets of the valid records found, in order.
+    pub offsets: Vec<u32>,
+    /// Where the valid records end.
+    pub end: u64,
+    /// What stopped the walk before the end of the data, and where.
+    pub stop: Option<(u64, Fault)>,
+}
+
+/// Walks records from `offset` (holding `seq`) until the data ends or a record is not valid.
+pub(crate) fn scan(data: &[u8], mut offset: u64, mut seq: u64, check: &RecordCheck) -> Scan {
+    let mut out = Scan::default();
+    while offset < data.len() as u64 {
+        match check_record(data, offset, seq, check) {
+            Ok(found) => {
+                out.offsets.push(offset as u32);
+                offset = found.next;
+                seq += 1;
+            }
+            Err(fault) => {
+                out.stop = Some((offset, fault));
+                break;
+            }
+        }
+    }
+    out.end = offset;
+    out
+}
+
+/// Looks for a valid record after `offset` whose seq is at least `min_seq`: its existence means
+/// the damage at `offset` is in the middle of the data, not a torn tail. Checks every aligned
+/// position, so it finds records even when the damaged header's length is wrong.
+pub(crate) fn valid_record_after(
+    data: &[u8],
+    offset: u64,
+    min_seq: u64,
+    check: &RecordCheck,
+) -> Option<u64> {
+    let mut at = format::align_up(offset + 1);
+    while at + RECORD_HEADER_SIZE as u64 <= data.len() as u64 {
+        let h = RecordHeader::read(&data[at as usize..]);
+        if h.flags_ok() {
+            let seq = check.base_seq + u64::from(h.seq_delta);
+            if seq >= min_seq && check_record(data, at, seq, check).is_ok() {
+                return Some(at);
+            }
+        }
+        at += format::RECORD_ALIGN as u64;
+    }
+    None
+}
+
+/// The offset just past the last non-zero byte of `data[from..]`, if there is one.
+pub(crate) fn has_nonzero(data: &[u8], from: u64) -> Option<u64> {
+    let start = usize::try_from(from).ok()?;
+    let tail = data.get(start..)?;
+    let last = tail.iter().rposition(|&b| b != 0)?;
+    Some(from + last as u64 + 1)
+}
+
+/// Reads the first `HEADER_SIZE` bytes of a file (fewer if it is shorter).
+pub(crate) fn read_header(file: &File, path: &Path) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; HEADER_SIZE];
+    let mut got = 0;
+    while got < HEADER_SIZE {
+        match file.read_at(&mut buf[got..], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read header of", path, e)),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// The capacity of an index for a segment of `segment_capacity` bytes: one entry per smallest
+/// possible record.
+pub(crate) fn index_capacity(segment_capacity: u64) -> u64 {
+    HEADER_SIZE as u64 + segment_capacity / RECORD_HEADER_SIZE as u64 * INDEX_ENTRY_SIZE as u64
+}
+
+/// A read-only view of one segment and its index, shared by readers.
+#[derive(Debug)]
+pub(crate) struct SegmentView {
+    pub path: PathBuf,
+    pub header: SegmentHeader,
+    pub check: RecordCheck,
+    file: File,
+    map: Mmap,
+    index: Option<(File, Mmap)>,
+    /// Offsets found by scanning, used instead of a damaged or missing index.
+    fallback: OnceLock<Vec<u32>>,
+    /// Bytes of the file that may be touched (the file never shrinks below published records).
+    readable: AtomicU64,
+}
+
+impl SegmentView {
+    /// Opens and maps a segment (and its index, when present and readable) read-only.
+    pub(crate) fn open(dir: &Path, base_seq: u64) -> Result<SegmentView> {
+        let path = dir.join(format::segment_file_name(base_seq));
+        let file = File::open(&path).map_err(|e| Error::io("open segment", &path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat segment", &path, e))?
+            .len();
+        let head = read_header(&file, &path)?;
+        let header = SegmentHeader::decode(&head).map_err(|h| header_error(&path, h))?;
+        if header.base_seq != base_seq {
+            return Err(Error::corrupt(
+                &path,
+                16,
+                None,
+                CorruptionKind::BadHeader(format::HeaderError::Invalid(format!(
+                    "base seq {} does not match the file name (base {base_seq})",
+                    header.base_seq
+                ))),
+            ));
+        }
+        let map = mmap::map_read(&file, header.capacity.max(len))
+            .map_err(|e| Error::io("map segment", &path, e))?;
+        let idx_path = dir.join(format::index_file_name(base_seq));
+        let index = File::open(&idx_path).ok().and_then(|f| {
+            let len = f.metadata().ok()?.len();
+            let cap = index_capacity(header.capacity).max(len);
+            let m = mmap::map_read(&f, cap).ok()?;
+            Some((f, m))
+        });
+        let check = RecordCheck {
+            base_seq,
+            seed: format::segment_seed(&header.log_id, base_seq),
+            max_payload: header.capacity - (HEADER_SIZE + RECORD_HEADER_SIZE) as u64,
+        };
+        Ok(SegmentView {
+            path,
+            header,
+            check,
+            file,
+            map,
+            index,
+            fallback: OnceLock::new(),
+            readable: AtomicU64::new(len),
+        })
+    }
+
+    /// The bytes that may be read now.
+    pub(crate) fn data(&self) -> &[u8] {
+        let n = self
+            .readable
+            .load(Ordering::Acquire)
+            .min(self.map.len() as u64);
+        &self.map[..n as usize]
+    }
+
+    /// Sets how many bytes may be read (the writer grew the file).
+    pub(crate) fn set_readable(&self, len: u64) {
+        self.readable.fetch_max(len, Ordering::AcqRel);
+    }
+
+    /// Lowers how many bytes may be read (before the writer trims the file).
+    pub(crate) fn shrink_readable(&self, len: u64) {
+        self.readable.fetch_min(len, Ordering::AcqRel);
+    }
+
+    /// Re-reads the file's size (for readers in another process than the writer).
+    pub(crate) fn refresh_len(&self) {
+        if let Ok(m) = self.file.metadata() {
+            self.set_readable(m.len());
+        }
+    }
+
+    /// The index header, when the index is present and its header valid.
+    pub(crate) fn index_header(&self) -> Option<IndexHeader> {
+        let (_, m) = self.index.as_ref()?;
+        let h = IndexHeader::decode(m.get(..HEADER_SIZE)?).ok()?;
+        (h.base_seq == self.header.base_seq && h.log_id == self.header.log_id).then_some(h)
+    }
+
+    fn index_len(&self) -> u64 {
+        self.index
+            .as_ref()
+            .and_then(|(f, _)| f.metadata().ok())
+            .map_or(0, |m| m.len())
+    }
+
+    /// The offset of the record `i` of this segment, from the index (or the scanned fallback).
+    pub(crate) fn offset_of(&self, i: u64) -> Option<u64> {
+        if let Some(offsets) = self.fallback.get() {
+            return offsets.get(usize::try_from(i).ok()?).map(|&o| u64::from(o));
+        }
+        let (_, m) = self.index.as_ref()?;
+        let entry = format::index_entry(m, i)?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        (entry != 0).then_some(u64::from(entry))
+    }
+
+    /// Replaces the index by offsets found by scanning (the index is missing or damaged).
+    pub(crate) fn use_fallback(&self, offsets: Vec<u32>) {
+        let _ = self.fallback.set(offsets);
+    }
+
+    /// True when the fallback offsets are in use.
+    pub(crate) fn has_fallback(&self) -> bool {
+        self.fallback.get().is_some()
+    }
+
+    /// Checks the record `i` of this segment.
+    pub(crate) fn record(&self, i: u64) -> std::result::Result<Found<'_>, (u64, Fault)> {
+        let seq = self.check.base_seq + i;
+        let offset = self.offset_of(i).ok_or((0, Fault::Zero))?;
+        check_record(self.data(), offset, seq, &self.check).map_err(|f| (offset, f))
+    }
+
+    /// Checks that the index agrees with the segment for `count` records ending at `end`: the
+    /// last entry names a valid record with the right seq that ends at `end`.
+    pub(crate) fn index_tail_ok(&self, count: u64, end: u64) -> bool {
+        if self.index_len() < format::index_entry_offset(count) {
+            return false;
+        }
+        if count == 0 {
+            return end == HEADER_SIZE as u64;
+        }
+        match self.record(count - 1) {
+            Ok(found) => found.next == end,
+            Err(_) => false,
+        }
+    }
+
+    /// Counts the records an open (being written) index names, by binary search for the first
+    /// zero entry, and checks the last one. `None` when the index cannot be trusted.
+    pub(crate) fn count_by_index(&self) -> Option<u64> {
+        let (_, m) = self.index.as_ref()?;
+        let entries = (self.index_len().min(m.len() as u64)).checked_sub(HEADER_SIZE as u64)?
+            / INDEX_ENTRY_SIZE as u64;
+        let (mut lo, mut hi) = (0u64, entries);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if format::index_entry(m, mid).unwrap_or(0) != 0 {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == 0 {
+            return Some(0);
+        }
+        self.record(lo - 1).ok().map(|_| lo)
+    }
+
+    /// The file name of the index.
+    pub(crate) fn index_path(&self) -> PathBuf {
+        self.path.with_extension("idx")
+    }
+}
+
+/// Converts a header problem into the right error: an unsupported version or layout is not
+/// damage, everything else is.
+pub(crate) fn header_error(path: &Path, h: format::HeaderError) -> Error {
+    match h {
+        format::HeaderError::Version(_) | format::HeaderError::Layout(_) => Error::Incompatible {
+            path: path.to_path_buf(),
+            reason: h.to_string(),
+        },
+        other => Error::corrupt(path, 0, None, CorruptionKind::BadHeader(other)),
+    }
+}

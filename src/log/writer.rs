@@ -1,0 +1,620 @@
+//! The writer: appends, segment rolling, group commit, poisoning, clean close.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::error::{Error, Result};
+use super::format::{
+    self, IndexHeader, IndexState, LogId, RecordHeader, SegmentHeader, HEADER_SIZE,
+    INDEX_ENTRY_SIZE, RECORD_HEADER_SIZE,
+};
+use super::io::{StorageFile, Syncer};
+use super::lock::WriterLock;
+use super::options::{Durability, Options};
+use super::reader::{lock, LogReader, Shared};
+use super::segment::{index_capacity, SegmentView};
+
+/// How much an index file grows at a time.
+const INDEX_STEP: u64 = 64 << 10;
+
+/// The segment the writer appends to.
+pub(crate) struct Active {
+    pub base: u64,
+    pub seed: u32,
+    pub log_id: LogId,
+    pub capacity: u64,
+    pub seg: Box<dyn StorageFile>,
+    pub idx: Box<dyn StorageFile>,
+    pub syncer: Arc<dyn Syncer>,
+    pub idx_syncer: Arc<dyn Syncer>,
+    pub count: u64,
+    pub end: u64,
+    pub synced_end: u64,
+    pub view: Arc<SegmentView>,
+    pub seg_path: PathBuf,
+    pub idx_path: PathBuf,
+}
+
+impl Active {
+    fn index_header(&self, state: IndexState) -> IndexHeader {
+        IndexHeader {
+            state,
+            base_seq: self.base,
+            log_id: self.log_id,
+            count: self.count,
+            end: self.end,
+            synced_end: self.synced_end as u32,
+        }
+    }
+
+    pub(crate) fn write_index_header(&mut self, state: IndexState) -> Result<()> {
+        let h = self.index_header(state).encode();
+        self.idx
+            .write_at(0, &h)
+            .map_err(|e| Error::io("write index header", &self.idx_path, e))
+    }
+
+    fn sync_segment(&self) -> Result<()> {
+        self.syncer
+            .sync_data()
+            .map_err(|e| Error::io("fdatasync", &self.seg_path, e))
+    }
+
+    fn sync_index(&self) -> Result<()> {
+        self.idx_syncer
+            .sync_data()
+            .map_err(|e| Error::io("fdatasync", &self.idx_path, e))
+    }
+
+    /// Cuts the preallocated space after the records and writes the final index header.
+    fn finish(&mut self, state: IndexState) -> Result<()> {
+        self.sync_segment()?;
+        self.view.shrink_readable(self.end);
+        self.seg
+            .set_len(self.end)
+            .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
+        self.sync_segment()?;
+        self.synced_end = self.end;
+        self.write_index_header(state)?;
+        self.idx
+            .set_len(format::index_entry_offset(self.count))
+            .map_err(|e| Error::io("trim index", &self.idx_path, e))?;
+        self.sync_index()
+    }
+}
+
+pub(crate) struct Writer {
+    pub active: Option<Active>,
+    pub next_seq: u64,
+    pub log_id: LogId,
+    pub closed: bool,
+}
+
+struct SyncState {
+    /// Every record below this seq is on stable storage.
+    synced: u64,
+    in_progress: bool,
+}
+
+pub(crate) struct Inner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub shared: Arc<Shared>,
+    writer: Mutex<Writer>,
+    sync: Mutex<SyncState>,
+    sync_cv: Condvar,
+    poisoned: AtomicBool,
+    poison_cause: Mutex<Option<String>>,
+    _lock: WriterLock,
+}
+
+/// A log opened for writing. One per log directory at a time (an exclusive lock on `LOCK`).
+///
+/// All methods take `&self`: share the log between threads with an `Arc`. Concurrent appends are
+/// ordered by an internal lock; under [`Durability::Sync`] they share fdatasyncs (group commit).
+pub struct Log {
+    inner: Arc<Inner>,
+    periodic: Option<Periodic>,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("dir", &self.inner.dir)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl Log {
+    pub(crate) fn from_parts(
+        dir: PathBuf,
+        options: Options,
+        lock: WriterLock,
+        writer: Writer,
+        shared: Arc<Shared>,
+        synced: u64,
+    ) -> Result<Log> {
+        let durability = options.durability;
+        let inner = Arc::new(Inner {
+            dir,
+            options,
+            shared,
+            writer: Mutex::new(writer),
+            sync: Mutex::new(SyncState {
+                synced,
+                in_progress: false,
+            }),
+            sync_cv: Condvar::new(),
+            poisoned: AtomicBool::new(false),
+            poison_cause: Mutex::new(None),
+            _lock: lock,
+        });
+        let periodic = match durability {
+            Durability::Periodic(every) => Some(
+                Periodic::start(Arc::downgrade(&inner), every)
+                    .map_err(|e| Error::io("start the periodic sync thread for", &inner.dir, e))?,
+            ),
+            _ => None,
+        };
+        Ok(Log { inner, periodic })
+    }
+
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options the log was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// The number of records in the log (the seq the next append gets).
+    pub fn len(&self) -> u64 {
+        self.inner.shared.published.load(Ordering::SeqCst)
+    }
+
+    /// True when the log holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The log's id (shared by all its segments and the logs forked from it).
+    pub fn log_id(&self) -> LogId {
+        lock(&self.inner.writer).log_id
+    }
+
+    /// A reader that sees this writer's records as they are appended.
+    pub fn reader(&self) -> LogReader {
+        LogReader::attached(Arc::clone(&self.inner.shared))
+    }
+
+    /// Appends one record and returns its seq, honouring the log's [`Durability`].
+    pub fn append(&self, payload: &[u8]) -> Result<u64> {
+        self.append_with(payload, self.inner.options.durability)
+    }
+
+    /// Appends one record with the given durability for this call.
+    pub fn append_with(&self, payload: &[u8], durability: Durability) -> Result<u64> {
+        let range = self.inner.append_many(&[payload])?;
+        self.inner.after_append(range.end, durability)?;
+        Ok(range.start)
+    }
+
+    /// Appends several records under one lock; they get consecutive seqs. Readers in this process
+    /// see all of them or none. If any is larger than the maximum, nothing is written. Returns the
+    /// range of seqs assigned.
+    pub fn append_batch<P: AsRef<[u8]>>(&self, payloads: &[P]) -> Result<Range<u64>> {
+        let refs: Vec<&[u8]> = payloads.iter().map(AsRef::as_ref).collect();
+        let range = self.inner.append_many(&refs)?;
+        self.inner
+            .after_append(range.end, self.inner.options.durability)?;
+        Ok(range)
+    }
+
+    /// Makes every record appended so far durable (fdatasync), sharing the sync with concurrent
+    /// callers.
+    pub fn sync(&self) -> Result<()> {
+        self.inner.sync_through(self.len())
+    }
+
+    /// Returns once every record with a seq below `len` is durable.
+    pub fn sync_through(&self, len: u64) -> Result<()> {
+        self.inner.sync_through(len)
+    }
+
+    /// Number of records known to be on stable storage.
+    pub fn synced_len(&self) -> u64 {
+        lock(&self.inner.sync).synced
+    }
+
+    /// True after a failed fdatasync: every later append fails with [`Error::Poisoned`].
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.poisoned.load(Ordering::SeqCst)
+    }
+
+    /// Closes the log cleanly: syncs, trims the active segment, and marks it closed so the next
+    /// open reads only headers and index tails. Dropping the log does the same, ignoring errors.
+    pub fn close(mut self) -> Result<()> {
+        if let Some(p) = self.periodic.take() {
+            p.stop();
+        }
+        self.inner.close()
+    }
+}
+
+impl Log {
+    /// Drops the writer the way a killed process would: no sync, no clean-close marker, the
+    /// lock released. What was appended stays in the page cache, as after `kill -9`. For tests of
+    /// recovery and for tools that must not touch the files on the way out.
+    pub fn abandon(mut self) {
+        if let Some(p) = self.periodic.take() {
+            p.stop();
+        }
+        let mut w = lock(&self.inner.writer);
+        w.closed = true;
+        w.active = None;
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        if let Some(p) = self.periodic.take() {
+            p.stop();
+        }
+        let _ = self.inner.close();
+    }
+}
+
+impl Inner {
+    fn check_poison(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::SeqCst) {
+            let cause = lock(&self.poison_cause)
+                .clone()
+                .unwrap_or_else(|| "fdatasync failed".into());
+            return Err(Error::Poisoned { cause });
+        }
+        Ok(())
+    }
+
+    fn poison(&self, e: &Error) {
+        let mut c = lock(&self.poison_cause);
+        if c.is_none() {
+            *c = Some(e.to_string());
+        }
+        self.poisoned.store(true, Ordering::SeqCst);
+    }
+
+    fn append_many(&self, payloads: &[&[u8]]) -> Result<Range<u64>> {
+        let max = self.options.max_event_size;
+        if let Some(p) = payloads.iter().find(|p| p.len() as u64 > max) {
+            return Err(Error::EventTooLarge {
+                size: p.len() as u64,
+                max,
+            });
+        }
+        self.check_poison()?;
+        let mut w = lock(&self.writer);
+        if w.closed {
+            return Err(Error::Closed);
+        }
+        let start = w.next_seq;
+        let mut result = Ok(());
+        for p in payloads {
+            if let Err(e) = self.write_record(&mut w, p) {
+                result = Err(e);
+                break;
+            }
+        }
+        // Publish whatever was written, also when a later record of the batch failed.
+        if w.next_seq != start {
+            self.shared.publish(w.next_seq);
+        }
+        let end = w.next_seq;
+        drop(w);
+        result.map(|()| start..end)
+    }
+
+    fn after_append(&self, len: u64, durability: Durability) -> Result<()> {
+        match durability {
+            Durability::Sync => self.sync_through(len),
+            Durability::Os | Durability::Periodic(_) => Ok(()),
+        }
+    }
+
+    fn write_record(&self, w: &mut Writer, payload: &[u8]) -> Result<()> {
+        let size = format::record_size(payload.len() as u64);
+        let roll_at = self.options.segment_size;
+        let full = w
+            .active
+            .as_ref()
+            .is_some_and(|a| a.count > 0 && (a.end + size > roll_at || a.end + size > a.capacity));
+        if full {
+            self.seal(w)?;
+        }
+        if w.active.is_none() {
+            let a = create_segment(&self.dir, &self.options, w.next_seq, w.log_id)?;
+            self.shared.push_segment(Arc::clone(&a.view));
+            w.active = Some(a);
+        }
+        let Some(a) = w.active.as_mut() else {
+            return Err(Error::Closed);
+        };
+        // Reserve space first: a full disk fails here, before any byte of the record is written.
+        let need = a.end + size;
+        if need > a.seg.len() {
+            let target = need
+                .max(a.seg.len() + self.options.preallocate)
+                .min(a.capacity);
+            a.seg
+                .allocate(target)
+                .map_err(|e| Error::io("allocate segment", &a.seg_path, e))?;
+            a.view.set_readable(target);
+        }
+        let entry = format::index_entry_offset(a.count);
+        if entry + INDEX_ENTRY_SIZE as u64 > a.idx.len() {
+            let cap = index_capacity(a.capacity);
+            let target = (a.idx.len() + INDEX_STEP).min(cap);
+            a.idx
+                .allocate(target)
+                .map_err(|e| Error::io("allocate index", &a.idx_path, e))?;
+        }
+        let at = a.end;
+        let payload_at = at + RECORD_HEADER_SIZE as u64;
+        let io = |e| Error::io("write segment", &a.seg_path, e);
+        a.seg.write_at(payload_at, payload).map_err(io)?;
+        let pad = (size - RECORD_HEADER_SIZE as u64) as usize - payload.len();
+        if pad > 0 {
+            a.seg
+                .write_at(payload_at + payload.len() as u64, &[0u8; 16][..pad])
+                .map_err(io)?;
+        }
+        // The header goes last: a crash before it leaves a zero header, the end of the records.
+        fence(Ordering::Release);
+        let header = RecordHeader::encode(a.seed, a.count as u32, payload);
+        a.seg.write_at(at, &header).map_err(io)?;
+        fence(Ordering::Release);
+        if let Err(e) = a.idx.write_at(entry, &(at as u32).to_le_bytes()) {
+            // Take the record back so a failed append never reappears after a crash.
+            let _ = a.seg.write_at(at, &[0u8; RECORD_HEADER_SIZE]);
+            return Err(Error::io("write index", &a.idx_path, e));
+        }
+        a.end = at + size;
+        a.count += 1;
+        w.next_seq += 1;
+        Ok(())
+    }
+
+    /// Seals the active segment: sync, trim, final index header. The next append starts a new one.
+    fn seal(&self, w: &mut Writer) -> Result<()> {
+        let Some(mut a) = w.active.take() else {
+            return Ok(());
+        };
+        if let Err(e) = a.finish(IndexState::Sealed) {
+            if matches!(
+                e,
+                Error::Io {
+                    op: "fdatasync",
+                    ..
+                }
+            ) {
+                self.poison(&e);
+            }
+            return Err(e);
+        }
+        let mut s = lock(&self.sync);
+        s.synced = s.synced.max(a.base + a.count);
+        Ok(())
+    }
+
+    fn sync_through(&self, target: u64) -> Result<()> {
+        let mut s = lock(&self.sync);
+        loop {
+            if s.synced >= target {
+                return Ok(());
+            }
+            self.check_poison()?;
+            if s.in_progress {
+                s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            s.in_progress = true;
+            drop(s);
+            let result = self.sync_once();
+            s = lock(&self.sync);
+            s.in_progress = false;
+            self.sync_cv.notify_all();
+            match result {
+                Ok(len) => s.synced = s.synced.max(len),
+                Err(e) => {
+                    self.poison(&e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// One fdatasync of the active segment, outside the append lock.
+    fn sync_once(&self) -> Result<u64> {
+        let (syncer, len, end, base, path) = {
+            let w = lock(&self.writer);
+            match &w.active {
+                Some(a) => (
+                    Some(Arc::clone(&a.syncer)),
+                    w.next_seq,
+                    a.end,
+                    a.base,
+                    a.seg_path.clone(),
+                ),
+                None => (None, w.next_seq, 0, 0, PathBuf::new()),
+            }
+        };
+        if let Some(syncer) = syncer {
+            syncer
+                .sync_data()
+                .map_err(|e| Error::io("fdatasync", &path, e))?;
+            let mut w = lock(&self.writer);
+            if let Some(a) = w.active.as_mut().filter(|a| a.base == base) {
+                if end > a.synced_end {
+                    a.synced_end = end;
+                    a.write_index_header(IndexState::Open)?;
+                }
+            }
+        }
+        Ok(len)
+    }
+
+    fn close(&self) -> Result<()> {
+        let mut w = lock(&self.writer);
+        if w.closed {
+            return Ok(());
+        }
+        w.closed = true;
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.wake();
+        if self.poisoned.load(Ordering::SeqCst) {
+            // Leave the segment marked open: the next open scans it.
+            return Ok(());
+        }
+        let len = w.next_seq;
+        if let Some(a) = w.active.as_mut() {
+            a.finish(IndexState::Closed)?;
+        }
+        let mut s = lock(&self.sync);
+        s.synced = s.synced.max(len);
+        Ok(())
+    }
+}
+
+/// Creates the segment starting at `base` (index first, then the segment under a temporary name,
+/// renamed into place once its header is durable).
+pub(crate) fn create_segment(
+    dir: &Path,
+    options: &Options,
+    base: u64,
+    log_id: LogId,
+) -> Result<Active> {
+    let storage = &options.storage;
+    let capacity = options.segment_capacity();
+    let seg_path = dir.join(format::segment_file_name(base));
+    let idx_path = dir.join(format::index_file_name(base));
+    let tmp_path = dir.join(format!("{}.tmp", format::segment_file_name(base)));
+    let mut idx = storage
+        .open(&idx_path, true, index_capacity(capacity))
+        .map_err(|e| Error::io("create index", &idx_path, e))?;
+    idx.set_len(0)
+        .and_then(|()| idx.allocate(INDEX_STEP.min(index_capacity(capacity))))
+        .map_err(|e| Error::io("allocate index", &idx_path, e))?;
+    let mut seg = storage
+        .open(&tmp_path, true, capacity)
+        .map_err(|e| Error::io("create segment", &tmp_path, e))?;
+    let header = SegmentHeader {
+        base_seq: base,
+        log_id,
+        capacity,
+        payload_schema: options.payload_schema,
+        created_ms: now_ms(),
+    };
+    seg.set_len(0)
+        .and_then(|()| seg.allocate(options.preallocate.clamp(HEADER_SIZE as u64, capacity)))
+        .and_then(|()| seg.write_at(0, &header.encode()))
+        .map_err(|e| Error::io("write segment header", &tmp_path, e))?;
+    let idx_header = IndexHeader {
+        state: IndexState::Open,
+        base_seq: base,
+        log_id,
+        count: 0,
+        end: HEADER_SIZE as u64,
+        synced_end: HEADER_SIZE as u32,
+    };
+    idx.write_at(0, &idx_header.encode())
+        .map_err(|e| Error::io("write index header", &idx_path, e))?;
+    let syncer = seg.syncer();
+    let idx_syncer = idx.syncer();
+    idx_syncer
+        .sync_data()
+        .map_err(|e| Error::io("fdatasync", &idx_path, e))?;
+    syncer
+        .sync_data()
+        .map_err(|e| Error::io("fdatasync", &tmp_path, e))?;
+    storage
+        .rename(&tmp_path, &seg_path)
+        .map_err(|e| Error::io("rename segment", &tmp_path, e))?;
+    storage
+        .sync_dir(dir)
+        .map_err(|e| Error::io("sync directory", dir, e))?;
+    let view = SegmentView::open(dir, base)?;
+    view.set_readable(seg.len());
+    Ok(Active {
+        base,
+        seed: format::segment_seed(&log_id, base),
+        log_id,
+        capacity,
+        seg,
+        idx,
+        syncer,
+        idx_syncer,
+        count: 0,
+        end: HEADER_SIZE as u64,
+        synced_end: HEADER_SIZE as u64,
+        view: Arc::new(view),
+        seg_path,
+        idx_path,
+    })
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The background thread of [`Durability::Periodic`].
+struct Periodic {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Periodic {
+    fn start(inner: Weak<Inner>, every: Duration) -> std::io::Result<Periodic> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("agentlog-sync".into())
+            .spawn(move || loop {
+                {
+                    let (m, cv) = &*stop2;
+                    let g = lock(m);
+                    let (g, _) = cv
+                        .wait_timeout_while(g, every, |stopped| !*stopped)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if *g {
+                        return;
+                    }
+                }
+                let Some(inner) = inner.upgrade() else { return };
+                let len = inner.shared.published.load(Ordering::SeqCst);
+                let _ = inner.sync_through(len);
+            })?;
+        Ok(Periodic {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    fn stop(mut self) {
+        {
+            let (m, cv) = &*self.stop;
+            *lock(m) = true;
+            cv.notify_all();
+        }
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
