@@ -1,6 +1,9 @@
 //! agentlog: append-only, checksummed, memory-mapped logs for LLM agent sessions.
 #![deny(unsafe_code)]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 #![warn(missing_docs)]
 
 pub mod event;
