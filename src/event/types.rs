@@ -12,6 +12,9 @@ use super::value::{Map, Value};
 
 /// An optional member: absent, given as `null`, or given. EVENTS.md: absent ≠ `null`, and a
 /// member given as `null` is kept as `null`.
+///
+/// For an open value (`Opt<Value>`), `null` always reads as [`Opt::Null`]; an
+/// `Opt::Present(Value::Null)` built by hand is written as `null` and so reads back as `Opt::Null`.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub enum Opt<T> {
     /// The member is not there.
