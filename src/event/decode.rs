@@ -11,7 +11,6 @@ use std::fmt;
 use super::blocks::ToolContent;
 use super::error::{LineError, ParseErrorKind, Quoted};
 use super::parse::{Raw, RawKind, RawMember};
-#[allow(clippy::wildcard_imports)]
 use super::types::*;
 use super::value::{parse_i64, parse_u64, Map, Member, Number, Value};
 
@@ -295,9 +294,11 @@ impl Decode for Decision {
 /// getting it wrong is an [`ParseErrorKind::InvalidSurfaceOp`], placed where the fault is.
 fn decode_surface_op(raw: Raw<'_>) -> Result<SurfaceOp, LineError> {
     let pos = raw.pos;
-    let invalid = |offset: Option<usize>, detail: String| LineError {
-        offset: offset.or(Some(pos)),
-        kind: ParseErrorKind::InvalidSurfaceOp { detail },
+    let invalid = |offset: Option<usize>, detail: String| {
+        LineError::at(
+            offset.unwrap_or(pos),
+            ParseErrorKind::InvalidSurfaceOp { detail },
+        )
     };
     match raw.kind {
         RawKind::String(s) if s == "append" => Ok(SurfaceOp::Append),

@@ -224,10 +224,11 @@ impl fmt::Display for Quoted<'_> {
 }
 
 /// An error before it knows its line: a byte offset into the line (if it has a place) and the kind.
+/// The kind is boxed to keep `Result`s small on the parser's hot path (errors are rare).
 #[derive(Debug)]
 pub(crate) struct LineError {
     pub(crate) offset: Option<usize>,
-    pub(crate) kind: ParseErrorKind,
+    pub(crate) kind: Box<ParseErrorKind>,
 }
 
 impl LineError {
@@ -235,7 +236,15 @@ impl LineError {
     pub(crate) fn at(offset: usize, kind: ParseErrorKind) -> Self {
         Self {
             offset: Some(offset),
-            kind,
+            kind: Box::new(kind),
+        }
+    }
+
+    /// An error of the whole line (no column).
+    pub(crate) fn without_place(kind: ParseErrorKind) -> Self {
+        Self {
+            offset: None,
+            kind: Box::new(kind),
         }
     }
 
@@ -245,7 +254,7 @@ impl LineError {
         ParseError {
             line,
             column: self.offset.map(|offset| char_column(text, offset)),
-            kind: self.kind,
+            kind: *self.kind,
         }
     }
 }

@@ -74,10 +74,7 @@ pub(crate) fn parse_line(line: &str) -> Result<Raw<'_>, LineError> {
     };
     p.skip_ws();
     if p.pos == p.bytes.len() {
-        return Err(LineError {
-            offset: None,
-            kind: ParseErrorKind::BlankLine,
-        });
+        return Err(LineError::without_place(ParseErrorKind::BlankLine));
     }
     let value = p.value()?;
     p.skip_ws();
@@ -225,7 +222,7 @@ impl<'a> Parser<'a> {
     fn object(&mut self) -> Result<RawKind<'a>, LineError> {
         self.enter()?;
         self.pos += 1;
-        let mut members: Vec<RawMember<'a>> = Vec::new();
+        let mut members: Vec<RawMember<'a>> = Vec::with_capacity(8);
         // Byte offsets of the names, for duplicate errors on big objects.
         let mut key_positions: Vec<usize> = Vec::new();
         self.skip_ws();

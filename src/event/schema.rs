@@ -7,7 +7,6 @@ use super::decode::{expect_object, field, missing, mistyped, split_members, take
 use super::decode::{Decode, Path};
 use super::error::LineError;
 use super::parse::{Raw, RawKind};
-#[allow(clippy::wildcard_imports)]
 use super::types::*;
 use super::value::{Map, Member};
 use super::write::{ObjectWriter, WriteJson};
