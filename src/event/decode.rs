@@ -156,16 +156,21 @@ pub(crate) fn to_value(raw: Raw<'_>) -> Value {
         RawKind::Number(text) => Value::Number(Number::from_checked(text)),
         RawKind::String(s) => Value::String(s.into_owned()),
         RawKind::Array(items) => Value::Array(items.into_iter().map(to_value).collect()),
-        RawKind::Object(members) => Value::Object(Map::from_unique(
-            members
-                .into_iter()
-                .map(|m| Member {
-                    key: m.key.into_owned(),
-                    value: to_value(m.value),
-                })
-                .collect(),
-        )),
+        RawKind::Object(members) => Value::Object(to_map(members)),
     }
+}
+
+/// Converts parsed members into an owned [`Map`], in order.
+pub(crate) fn to_map(members: Vec<RawMember<'_>>) -> Map {
+    Map::from_unique(
+        members
+            .into_iter()
+            .map(|m| Member {
+                key: m.key.into_owned(),
+                value: to_value(m.value),
+            })
+            .collect(),
+    )
 }
 
 impl Decode for u64 {
@@ -215,8 +220,7 @@ impl Decode for Value {
 impl Decode for Map {
     fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
         let (_, members) = expect_object(raw, path)?;
-        let ([], extra) = split_members(members, &[]);
-        Ok(extra)
+        Ok(to_map(members))
     }
 }
 

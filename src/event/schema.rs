@@ -3,12 +3,13 @@
 //! of the owned type and of its archived twin, so the order is written down exactly once.
 
 use super::blocks::{ArchivedBlock, ArchivedChunk, Block, Chunk};
-use super::decode::{expect_object, field, missing, mistyped, split_members, take_constant};
+use super::decode::{
+    expect_object, field, missing, mistyped, split_members, take_constant, to_map,
+};
 use super::decode::{Decode, Path};
 use super::error::LineError;
 use super::parse::{Raw, RawKind};
 use super::types::*;
-use super::value::{Map, Member};
 use super::write::{ObjectWriter, WriteJson};
 
 /// An object with fixed members: `Type / ArchivedType { ("role" = "user"), field: "jsonName", … }`.
@@ -75,15 +76,7 @@ macro_rules! tagged {
                         });
                     }
                 )*
-                Ok($ty::Other(Map::from_unique(
-                    members
-                        .into_iter()
-                        .map(|m| Member {
-                            key: m.key.into_owned(),
-                            value: super::decode::to_value(m.value),
-                        })
-                        .collect(),
-                )))
+                Ok($ty::Other(to_map(members)))
             }
         }
 

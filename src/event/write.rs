@@ -324,25 +324,15 @@ write_both!(Map, ArchivedMap => |self, out| {
     w.end();
 });
 
-write_both!(Value => |self, out| {
+// `Self::` paths name the owned and the archived variants alike.
+write_both!(Value, ArchivedValue => |self, out| {
     match self {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(b) => b.write_json(out),
-        Value::Number(n) => n.write_json(out),
-        Value::String(s) => s.write_json(out),
-        Value::Array(items) => items.write_json(out),
-        Value::Object(map) => map.write_json(out),
-    }
-});
-
-write_both!(ArchivedValue => |self, out| {
-    match self {
-        ArchivedValue::Null => out.extend_from_slice(b"null"),
-        ArchivedValue::Bool(b) => b.write_json(out),
-        ArchivedValue::Number(n) => n.write_json(out),
-        ArchivedValue::String(s) => s.write_json(out),
-        ArchivedValue::Array(items) => items.write_json(out),
-        ArchivedValue::Object(map) => map.write_json(out),
+        Self::Null => out.extend_from_slice(b"null"),
+        Self::Bool(b) => b.write_json(out),
+        Self::Number(n) => n.write_json(out),
+        Self::String(s) => s.write_json(out),
+        Self::Array(items) => items.write_json(out),
+        Self::Object(map) => map.write_json(out),
     }
 });
 
@@ -350,62 +340,34 @@ write_both!(ReasonKind, ArchivedReasonKind, Decision, ArchivedDecision => |self,
     write_str(self.as_str(), out);
 });
 
-write_both!(ToolContent => |self, out| {
+write_both!(ToolContent, ArchivedToolContent => |self, out| {
     match self {
-        ToolContent::Text(s) => s.write_json(out),
-        ToolContent::Blocks(blocks) => blocks.write_json(out),
+        Self::Text(s) => s.write_json(out),
+        Self::Blocks(blocks) => blocks.write_json(out),
     }
 });
 
-write_both!(ArchivedToolContent => |self, out| {
+write_both!(SurfaceOp, ArchivedSurfaceOp => |self, out| {
     match self {
-        ArchivedToolContent::Text(s) => s.write_json(out),
-        ArchivedToolContent::Blocks(blocks) => blocks.write_json(out),
-    }
-});
-
-/// Writes `{"op":"replace","startSeq":…,"endSeq":…, extra…}`.
-fn write_replace(
-    out: &mut Vec<u8>,
-    start_seq: &impl WriteJson,
-    end_seq: &impl WriteJson,
-    extra: &impl Members,
-) {
-    let mut w = ObjectWriter::begin(out);
-    w.raw_member("\"op\":", "\"replace\"");
-    w.member("\"startSeq\":", start_seq);
-    w.member("\"endSeq\":", end_seq);
-    w.extra(extra);
-    w.end();
-}
-
-write_both!(SurfaceOp => |self, out| {
-    match self {
-        SurfaceOp::Append => out.extend_from_slice(b"\"append\""),
-        SurfaceOp::Replace { start_seq, end_seq, extra } => write_replace(out, start_seq, end_seq, extra),
-    }
-});
-
-write_both!(ArchivedSurfaceOp => |self, out| {
-    match self {
-        ArchivedSurfaceOp::Append => out.extend_from_slice(b"\"append\""),
-        ArchivedSurfaceOp::Replace { start_seq, end_seq, extra } => write_replace(out, start_seq, end_seq, extra),
+        Self::Append => out.extend_from_slice(b"\"append\""),
+        Self::Replace { start_seq, end_seq, extra } => {
+            let mut w = ObjectWriter::begin(out);
+            w.raw_member("\"op\":", "\"replace\"");
+            w.member("\"startSeq\":", start_seq);
+            w.member("\"endSeq\":", end_seq);
+            w.extra(extra);
+            w.end();
+        }
     }
 });
 
 macro_rules! write_data {
     ($($variant:ident($data:ident) = $name:literal,)*) => {
         // `EventData` writes its payload: the `data` object.
-        write_both!(EventData => |self, out| {
+        write_both!(EventData, ArchivedEventData => |self, out| {
             match self {
-                $(EventData::$variant(data) => data.write_json(out),)*
-                EventData::Unknown(unknown) => unknown.data.write_json(out),
-            }
-        });
-        write_both!(ArchivedEventData => |self, out| {
-            match self {
-                $(ArchivedEventData::$variant(data) => data.write_json(out),)*
-                ArchivedEventData::Unknown(unknown) => unknown.data.write_json(out),
+                $(Self::$variant(data) => data.write_json(out),)*
+                Self::Unknown(unknown) => unknown.data.write_json(out),
             }
         });
     };
