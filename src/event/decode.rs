@@ -9,9 +9,10 @@ use std::borrow::Cow;
 use std::fmt;
 
 use super::blocks::ToolContent;
+use super::data::*;
 use super::error::{LineError, ParseErrorKind, Quoted};
 use super::parse::{Raw, RawKind, RawMember};
-use super::types::*;
+use super::types::{with_event_types, Event, EventData, Opt, SessionHeader, SurfaceOp};
 use super::value::{parse_i64, parse_u64, Map, Member, Number, Value};
 
 /// Where a member sits in the line, e.g. `data.message.content[2].text`. Built on the stack as

@@ -52,6 +52,7 @@
 
 mod archive;
 mod blocks;
+mod data;
 mod decode;
 mod error;
 mod jsonl;
@@ -67,22 +68,24 @@ pub use archive::{
     MAX_ARCHIVE_DEPTH,
 };
 pub use blocks::{ArchivedBlock, ArchivedChunk, ArchivedToolContent, Block, Chunk, ToolContent};
+pub use data::{
+    ApprovalDecision, ApprovalRequest, ArchivedApprovalDecision, ArchivedApprovalRequest,
+    ArchivedAssistantChunk, ArchivedAssistantContent, ArchivedAssistantMessage, ArchivedCompactEnd,
+    ArchivedCompactStart, ArchivedCompactSummary, ArchivedDecision, ArchivedErrorEvent,
+    ArchivedErrorInfo, ArchivedReasonKind, ArchivedSandboxEvent, ArchivedStepEnd,
+    ArchivedStepStart, ArchivedSystemMessage, ArchivedToolCall, ArchivedToolMessage,
+    ArchivedToolResult, ArchivedTurnEnd, ArchivedTurnEndReason, ArchivedTurnStart,
+    ArchivedUnknownEvent, ArchivedUsage, ArchivedUserMessage, AssistantChunk, AssistantContent,
+    AssistantMessage, CompactEnd, CompactStart, CompactSummary, Decision, ErrorEvent, ErrorInfo,
+    ReasonKind, SandboxEvent, StepEnd, StepStart, SystemMessage, ToolCall, ToolMessage, ToolResult,
+    TurnEnd, TurnEndReason, TurnStart, UnknownEvent, Usage, UserMessage,
+};
 pub use error::{ParseError, ParseErrorKind};
 pub use jsonl::{parse_event_line, parse_header_line, parse_jsonl, JsonlReader, JsonlWriter, Line};
 pub use parse::MAX_DEPTH;
 pub use types::{
-    ApprovalDecision, ApprovalRequest, ArchivedApprovalDecision, ArchivedApprovalRequest,
-    ArchivedAssistantChunk, ArchivedAssistantContent, ArchivedAssistantMessage, ArchivedCompactEnd,
-    ArchivedCompactStart, ArchivedCompactSummary, ArchivedDecision, ArchivedErrorEvent,
-    ArchivedErrorInfo, ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedReasonKind,
-    ArchivedSandboxEvent, ArchivedSessionHeader, ArchivedStepEnd, ArchivedStepStart,
-    ArchivedSurfaceOp, ArchivedSystemMessage, ArchivedToolCall, ArchivedToolMessage,
-    ArchivedToolResult, ArchivedTurnEnd, ArchivedTurnEndReason, ArchivedTurnStart,
-    ArchivedUnknownEvent, ArchivedUsage, ArchivedUserMessage, AssistantChunk, AssistantContent,
-    AssistantMessage, CompactEnd, CompactStart, CompactSummary, Decision, ErrorEvent, ErrorInfo,
-    Event, EventData, EventType, Opt, ReasonKind, SandboxEvent, SessionHeader, StepEnd, StepStart,
-    SurfaceOp, SystemMessage, ToolCall, ToolMessage, ToolResult, TurnEnd, TurnEndReason, TurnStart,
-    UnknownEvent, Usage, UserMessage,
+    ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,
+    EventData, EventType, Opt, SessionHeader, SurfaceOp,
 };
 pub use value::{
     ArchivedMap, ArchivedMember, ArchivedNumber, ArchivedValue, DuplicateKey, Map, Member, Number,

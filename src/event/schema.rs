@@ -3,13 +3,15 @@
 //! of the owned type and of its archived twin, so the order is written down exactly once.
 
 use super::blocks::{ArchivedBlock, ArchivedChunk, Block, Chunk};
+use super::data::*;
 use super::decode::{
     expect_object, field, missing, mistyped, split_members, take_constant, to_map,
 };
 use super::decode::{Decode, Path};
 use super::error::LineError;
 use super::parse::{Raw, RawKind};
-use super::types::*;
+use super::types::ArchivedSessionHeader;
+use super::types::SessionHeader;
 use super::write::{ObjectWriter, WriteJson};
 
 /// An object with fixed members: `Type / ArchivedType { ("role" = "user"), field: "jsonName", … }`.

@@ -14,11 +14,11 @@ use rkyv::vec::ArchivedVec;
 use rkyv::Archive;
 
 use super::blocks::{ArchivedToolContent, ToolContent};
+use super::data::{ArchivedDecision, ArchivedReasonKind, Decision, ReasonKind};
 use super::scan::find_special;
 use super::types::{
-    with_event_types, ArchivedDecision, ArchivedEvent, ArchivedEventData, ArchivedOpt,
-    ArchivedReasonKind, ArchivedSessionHeader, ArchivedSurfaceOp, Decision, Event, EventData, Opt,
-    ReasonKind, SessionHeader, SurfaceOp,
+    with_event_types, ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader,
+    ArchivedSurfaceOp, Event, EventData, Opt, SessionHeader, SurfaceOp,
 };
 use super::value::{ArchivedMap, ArchivedNumber, ArchivedValue, Map, Number, Value};
 
