@@ -12,6 +12,7 @@ use super::blocks::ToolContent;
 use super::data::*;
 use super::error::{LineError, ParseErrorKind, Quoted};
 use super::parse::{Raw, RawKind, RawMember};
+use super::scan::same_name;
 use super::types::{with_event_types, Event, EventData, Opt, SessionHeader, SurfaceOp};
 use super::value::{parse_i64, parse_u64, Map, Member, Number, Value};
 
@@ -95,7 +96,7 @@ pub(crate) fn split_members<'a, const N: usize>(
     let mut slots = [const { None }; N];
     let mut extra = Vec::new();
     for member in members {
-        match keys.iter().position(|k| *k == member.key) {
+        match keys.iter().position(|k| same_name(k, &member.key)) {
             Some(i) => slots[i] = Some(member.value),
             None => extra.push(Member {
                 key: member.key.into_owned(),

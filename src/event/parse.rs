@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use super::error::{LineError, ParseErrorKind};
-use super::scan::find_special;
+use super::scan::{find_special, same_name};
 use super::value::number_len;
 
 /// The deepest nesting of objects and arrays a line may have (the line's own object counts as 1).
@@ -239,7 +239,7 @@ impl<'a> Parser<'a> {
             let key_pos = self.pos;
             let key = self.string()?;
             if members.len() < LINEAR_DUPLICATE_CHECK {
-                if members.iter().any(|m| m.key == key) {
+                if members.iter().any(|m| same_name(&m.key, &key)) {
                     return Err(duplicate(key_pos, key));
                 }
             } else {

@@ -43,6 +43,14 @@ pub(crate) fn find_special(bytes: &[u8], from: usize) -> usize {
     bytes.len()
 }
 
+/// String equality for member names, which are short and often of equal length (`type`, `data`,
+/// `time`): compared inline, without a call to `memcmp`.
+#[inline]
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
