@@ -210,6 +210,26 @@ mod tests {
     }
 
     #[test]
+    fn everything_the_parser_admits_passes_the_depth_check() {
+        // 128 levels: the line, `data`, then alternating arrays and objects down to a string
+        // long enough to be stored out of line (one more subtree).
+        let mut inner = format!("\"{}\"", "x".repeat(64));
+        for level in 0..crate::event::MAX_DEPTH - 2 {
+            inner = if level % 2 == 0 {
+                format!("[{inner}]")
+            } else {
+                format!("{{\"k\":{inner}}}")
+            };
+        }
+        let line = format!(r#"{{"type":"x/y","seq":0,"time":1,"data":{{"v":{inner}}}}}"#);
+        let event = crate::event::parse_event_line(&line).unwrap();
+        let mut buf = AlignedVec::<16>::new();
+        encode_event(&event, &mut buf).unwrap();
+        let archived = access_event(&buf).unwrap();
+        assert_eq!(archived.to_canonical_string(), line);
+    }
+
+    #[test]
     fn garbage_and_truncation_are_errors() {
         let event = crate::event::parse_event_line(
             r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":[1,"a",{"b":null}]}}"#,
