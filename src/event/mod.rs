@@ -1,1 +1,93 @@
 //! The typed event model and its canonical JSONL codec (EVENTS.md §2–4).
+//!
+//! - [`Event`] is the envelope (`type`, `seq`, `time`, `data`, `surfaceOp?`, `sourceEventSeqs?`,
+//!   unknown members); [`EventData`] holds the type and its typed payload, or [`UnknownEvent`]
+//!   for a type not in EVENTS.md, kept verbatim.
+//! - [`Value`] is the lossless JSON value used wherever the shape is open: numbers keep their
+//!   exact text, objects ([`Map`]) their member order.
+//! - Reading: [`parse_event_line`], [`parse_jsonl`] and the streaming [`JsonlReader`] refuse every
+//!   malformed line with a [`ParseError`] naming the line, the column and the reason.
+//! - Writing: [`Event::write_canonical`] (also on [`ArchivedEvent`], straight from an archive),
+//!   [`JsonlWriter`]. For any canonical line `x`, writing what was read from `x` gives `x` again,
+//!   byte for byte.
+//! - Storage: [`encode_event`] / [`access_event`] / [`decode_event`] turn events into checked,
+//!   zero-copy rkyv archives and back.
+//!
+//! ```
+//! use agentlog::event::{parse_event_line, EventData, ReasonKind};
+//!
+//! let line = r#"{"type":"turn/end","seq":9,"time":1755000000090,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+//! let event = parse_event_line(line)?;
+//! match &event.data {
+//!     EventData::TurnEnd(end) => {
+//!         assert_eq!(end.turn, 1);
+//!         assert_eq!(end.reason.kind, ReasonKind::Completed);
+//!     }
+//!     other => panic!("unexpected {}", other.type_name()),
+//! }
+//! assert_eq!(event.to_canonical_string(), line);
+//! # Ok::<(), agentlog::event::ParseError>(())
+//! ```
+//!
+//! # Choices where EVENTS.md is silent
+//!
+//! - Optional members are tri-state ([`Opt`]): absent, `null`, or a value; each is written back
+//!   as read. A *required* member given as `null` is mistyped and refused.
+//! - Integers the log owns (`seq`, `time`, `turn`, `step`, `startSeq`, `endSeq`, token counts,
+//!   `sourceEventSeqs` items, the header's `version`, `createdAt`, `seedLength`) must be written
+//!   as plain integers: a fraction, an exponent, a value out of range (negative for the unsigned
+//!   ones) or `-0` is refused as mistyped, because they are written back in plain decimal and
+//!   anything else would not survive the round trip.
+//! - The `error` object of `turn/end` and of `tool/result` is one type, [`ErrorInfo`], whose
+//!   `message` is optional (crash recovery writes `{"code":"TOOL_OUTCOME_UNKNOWN"}`).
+//! - Message roles are constants (`"user"`, `"assistant"`, `"tool"`, `"system"`): required,
+//!   not stored, any other value refused.
+//! - A block or chunk of an unknown `type` is kept as the whole object, members in their order
+//!   (`type` included, wherever it was). A known type with wrong members is refused.
+//! - `surfaceOp` is refused on unknown types and on known types that are not surface events.
+//! - The first line is a header iff its `type` is `"session"` and it has no `seq`; a later line
+//!   of type `"session"` is an event of an unknown type (and needs a `seq`).
+//! - Columns in errors count characters (not bytes) from 1, after a first-line BOM.
+//! - A line that holds only whitespace is a blank line (refused).
+
+mod archive;
+mod blocks;
+mod data;
+mod decode;
+mod error;
+mod jsonl;
+mod parse;
+mod scan;
+mod schema;
+mod types;
+mod value;
+mod write;
+
+pub use archive::{
+    access_event, decode_event, encode_event, ArchiveError, ArchiveOp, EventEncoder, ARCHIVE_ALIGN,
+    MAX_ARCHIVE_DEPTH,
+};
+pub use blocks::{ArchivedBlock, ArchivedChunk, ArchivedToolContent, Block, Chunk, ToolContent};
+pub use data::{
+    ApprovalDecision, ApprovalRequest, ArchivedApprovalDecision, ArchivedApprovalRequest,
+    ArchivedAssistantChunk, ArchivedAssistantContent, ArchivedAssistantMessage, ArchivedCompactEnd,
+    ArchivedCompactStart, ArchivedCompactSummary, ArchivedDecision, ArchivedErrorEvent,
+    ArchivedErrorInfo, ArchivedReasonKind, ArchivedSandboxEvent, ArchivedStepEnd,
+    ArchivedStepStart, ArchivedSystemMessage, ArchivedToolCall, ArchivedToolMessage,
+    ArchivedToolResult, ArchivedTurnEnd, ArchivedTurnEndReason, ArchivedTurnStart,
+    ArchivedUnknownEvent, ArchivedUsage, ArchivedUserMessage, AssistantChunk, AssistantContent,
+    AssistantMessage, CompactEnd, CompactStart, CompactSummary, Decision, ErrorEvent, ErrorInfo,
+    ReasonKind, SandboxEvent, StepEnd, StepStart, SystemMessage, ToolCall, ToolMessage, ToolResult,
+    TurnEnd, TurnEndReason, TurnStart, UnknownEvent, Usage, UserMessage,
+};
+pub use error::{ParseError, ParseErrorKind};
+pub use jsonl::{parse_event_line, parse_header_line, parse_jsonl, JsonlReader, JsonlWriter, Line};
+pub use parse::MAX_DEPTH;
+pub use types::{
+    ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,
+    EventData, EventType, Opt, SessionHeader, SurfaceOp,
+};
+pub use value::{
+    ArchivedMap, ArchivedMember, ArchivedNumber, ArchivedValue, DuplicateKey, Map, Member, Number,
+    Value,
+};

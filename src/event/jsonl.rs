@@ -1,0 +1,246 @@
+//! Streaming JSONL (EVENTS.md §4): a reader that checks every line and the seq sequence in
+//! constant memory, a writer of canonical lines, and one-call helpers.
+
+use std::io::{self, BufRead, Write};
+
+use super::decode::{decode_event, decode_line, Decoded};
+use super::error::{LineError, ParseError, ParseErrorKind};
+use super::parse::parse_line;
+use super::types::{ArchivedEvent, Event, SessionHeader};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One line of a session's JSONL file.
+// Events are the common case and move on at once; boxing them would cost an allocation a line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The session header (only ever the first line).
+    Header(SessionHeader),
+    /// An event.
+    Event(Event),
+}
+
+/// Parses one line into an event (seq is not checked against a sequence; no header detection).
+/// The line must not contain a line break other than trailing whitespace; errors say line 1.
+pub fn parse_event_line(line: &str) -> Result<Event, ParseError> {
+    parse_line(line)
+        .and_then(decode_event)
+        .map(|(event, _)| event)
+        .map_err(|e| e.at_line(1, line.as_bytes()))
+}
+
+/// Parses a session header line (`{"type":"session",…}` without `seq`).
+pub fn parse_header_line(line: &str) -> Result<SessionHeader, ParseError> {
+    let raw = parse_line(line).map_err(|e| e.at_line(1, line.as_bytes()))?;
+    <SessionHeader as super::decode::Decode>::decode(raw, super::decode::Path::Root)
+        .map_err(|e| e.at_line(1, line.as_bytes()))
+}
+
+impl std::str::FromStr for Event {
+    type Err = ParseError;
+
+    /// Same as [`parse_event_line`].
+    fn from_str(line: &str) -> Result<Self, ParseError> {
+        parse_event_line(line)
+    }
+}
+
+/// Parses a whole JSONL file held in memory: the header if the first line is one, and the events
+/// (seq checked from 0). Stops at the first refused line.
+pub fn parse_jsonl(input: &[u8]) -> Result<(Option<SessionHeader>, Vec<Event>), ParseError> {
+    let mut header = None;
+    let mut events = Vec::new();
+    for line in JsonlReader::new(input) {
+        match line? {
+            Line::Header(h) => header = Some(h),
+            Line::Event(e) => events.push(e),
+        }
+    }
+    Ok((header, events))
+}
+
+/// Parses `text` (line number `line`) into a header or event.
+fn parse_text(text: &str, line: u64, allow_header: bool) -> Result<Decoded, ParseError> {
+    parse_line(text)
+        .and_then(|raw| decode_line(raw, allow_header))
+        .map_err(|e| e.at_line(line, text.as_bytes()))
+}
+
+/// Reads a JSONL session line by line, yielding the header (if the first line is one) and the
+/// events, each checked; refuses the first bad line and then ends.
+///
+/// Checks, besides each line's JSON and event rules: the seqs count up by one from the first seq
+/// (0 unless [`JsonlReader::with_first_seq`]); no blank lines (a final empty line, `…\n\n`, too);
+/// valid UTF-8. Accepts a BOM on the first line, `\r\n` line ends and a missing final `\n`.
+/// One line buffer is reused, so memory stays flat for any file size.
+pub struct JsonlReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    lines: u64,
+    bytes: u64,
+    next_seq: u64,
+    done: bool,
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    /// A reader whose first event must have seq 0.
+    pub fn new(input: R) -> Self {
+        Self {
+            input,
+            buf: Vec::new(),
+            lines: 0,
+            bytes: 0,
+            next_seq: 0,
+            done: false,
+        }
+    }
+
+    /// Expects the first event to have seq `seq` (for input that continues a log).
+    pub fn with_first_seq(mut self, seq: u64) -> Self {
+        self.next_seq = seq;
+        self
+    }
+
+    /// Lines read so far (including a refused one).
+    pub fn lines_read(&self) -> u64 {
+        self.lines
+    }
+
+    /// Bytes read so far, line ends included (for progress).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The seq the next event must have.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The underlying reader.
+    pub fn into_inner(self) -> R {
+        self.input
+    }
+
+    fn read_line(&mut self) -> Result<Option<Line>, ParseError> {
+        self.buf.clear();
+        let n = self
+            .input
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| ParseError {
+                line: self.lines + 1,
+                column: None,
+                kind: ParseErrorKind::Io {
+                    kind: e.kind(),
+                    message: e.to_string(),
+                },
+            })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.lines += 1;
+        self.bytes += n as u64;
+        let line = self.lines;
+        let mut text: &[u8] = &self.buf;
+        if let Some(rest) = text.strip_suffix(b"\n") {
+            text = rest.strip_suffix(b"\r").unwrap_or(rest);
+        }
+        if line == 1 {
+            text = text.strip_prefix(BOM).unwrap_or(text);
+        }
+        let text = std::str::from_utf8(text).map_err(|e| {
+            LineError::at(e.valid_up_to(), ParseErrorKind::InvalidUtf8).at_line(line, text)
+        })?;
+        match parse_text(text, line, line == 1)? {
+            Decoded::Header(header) => Ok(Some(Line::Header(header))),
+            Decoded::Event(event, seq_pos) => {
+                if event.seq != self.next_seq {
+                    let kind = ParseErrorKind::UnexpectedSeq {
+                        expected: self.next_seq,
+                        found: event.seq,
+                    };
+                    return Err(LineError::at(seq_pos, kind).at_line(line, text.as_bytes()));
+                }
+                self.next_seq = event.seq.saturating_add(1);
+                Ok(Some(Line::Event(event)))
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for JsonlReader<R> {
+    type Item = Result<Line, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = self.read_line().transpose();
+        if !matches!(item, Some(Ok(_))) {
+            self.done = true;
+        }
+        item
+    }
+}
+
+/// Writes canonical JSONL: each header or event as one compact line ended by `\n`.
+pub struct JsonlWriter<W> {
+    output: W,
+    buf: Vec<u8>,
+    lines: u64,
+}
+
+impl<W: Write> JsonlWriter<W> {
+    /// A writer into `output` (wrap files in a `BufWriter`).
+    pub fn new(output: W) -> Self {
+        Self {
+            output,
+            buf: Vec::with_capacity(4096),
+            lines: 0,
+        }
+    }
+
+    /// Writes the session header line.
+    pub fn write_header(&mut self, header: &SessionHeader) -> io::Result<()> {
+        self.buf.clear();
+        header.write_canonical(&mut self.buf);
+        self.finish_line()
+    }
+
+    /// Writes an event line.
+    pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
+        self.buf.clear();
+        event.write_canonical(&mut self.buf);
+        self.finish_line()
+    }
+
+    /// Writes an event line straight from its archive, without deserializing it.
+    pub fn write_archived(&mut self, event: &ArchivedEvent) -> io::Result<()> {
+        self.buf.clear();
+        event.write_canonical(&mut self.buf);
+        self.finish_line()
+    }
+
+    fn finish_line(&mut self) -> io::Result<()> {
+        self.buf.push(b'\n');
+        self.output.write_all(&self.buf)?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Lines written so far.
+    pub fn lines_written(&self) -> u64 {
+        self.lines
+    }
+
+    /// Flushes the output.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.output.flush()
+    }
+
+    /// The output, after a flush.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.output.flush()?;
+        Ok(self.output)
+    }
+}

@@ -1,0 +1,298 @@
+//! The member tables: for every known object, its JSON member names in canonical order
+//! (EVENTS.md §3–4). Each table generates the decoder ([`Decode`]) and the writer ([`WriteJson`])
+//! of the owned type and of its archived twin, so the order is written down exactly once.
+
+use super::blocks::{ArchivedBlock, ArchivedChunk, Block, Chunk};
+use super::data::*;
+use super::decode::{
+    expect_object, field, missing, mistyped, split_members, take_constant, to_map,
+};
+use super::decode::{Decode, Path};
+use super::error::LineError;
+use super::parse::{Raw, RawKind};
+use super::types::ArchivedSessionHeader;
+use super::types::SessionHeader;
+use super::write::{ObjectWriter, WriteJson};
+
+/// An object with fixed members: `Type / ArchivedType { ("role" = "user"), field: "jsonName", … }`.
+/// The optional constant is a member whose value is always that string (not stored).
+macro_rules! object {
+    ($ty:ident / $archived:ident {
+        $(($ckey:literal = $cvalue:literal),)?
+        $($field:ident: $key:literal),* $(,)?
+    }) => {
+        impl Decode for $ty {
+            fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
+                #[allow(unused_mut)]
+                let (obj_pos, mut members) = expect_object(raw, path)?;
+                $(take_constant(&mut members, $ckey, $cvalue, path, obj_pos)?;)?
+                let ([$($field),*], extra) = split_members(members, &[$($key),*]);
+                Ok($ty {
+                    $($field: field($field, $key, path, obj_pos)?,)*
+                    extra,
+                })
+            }
+        }
+
+        object!(@write $ty { $(($ckey = $cvalue),)? $($field: $key),* });
+        object!(@write $archived { $(($ckey = $cvalue),)? $($field: $key),* });
+    };
+    (@write $ty:ident { $(($ckey:literal = $cvalue:literal),)? $($field:ident: $key:literal),* }) => {
+        impl WriteJson for $ty {
+            fn write_json(&self, out: &mut Vec<u8>) {
+                let mut w = ObjectWriter::begin(out);
+                $(w.raw_member(concat!("\"", $ckey, "\":"), concat!("\"", $cvalue, "\""));)?
+                $(w.member(concat!("\"", $key, "\":"), &self.$field);)*
+                w.extra(&self.extra);
+                w.end();
+            }
+        }
+    };
+}
+
+/// An object whose `type` member picks the variant: `Type / ArchivedType { Variant = "tag"
+/// { field: "jsonName", … }, … }`. Any other `type` string is kept verbatim as `Type::Other(Map)`.
+macro_rules! tagged {
+    ($ty:ident / $archived:ident {
+        $($variant:ident = $tag:literal { $($field:ident: $key:literal),* $(,)? }),* $(,)?
+    }) => {
+        impl Decode for $ty {
+            fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
+                let (obj_pos, mut members) = expect_object(raw, path)?;
+                let type_path = Path::Key(&path, "type");
+                let i = members
+                    .iter()
+                    .position(|m| m.key == "type")
+                    .ok_or_else(|| missing(obj_pos, type_path))?;
+                let tag = match &members[i].value.kind {
+                    RawKind::String(tag) => tag,
+                    _ => return Err(mistyped(&members[i].value, type_path, "a string")),
+                };
+                $(
+                    if tag == $tag {
+                        members.remove(i);
+                        let ([$($field),*], extra) = split_members(members, &[$($key),*]);
+                        return Ok($ty::$variant {
+                            $($field: field($field, $key, path, obj_pos)?,)*
+                            extra,
+                        });
+                    }
+                )*
+                Ok($ty::Other(to_map(members)))
+            }
+        }
+
+        tagged!(@write $ty { $($variant = $tag { $($field: $key),* }),* });
+        tagged!(@write $archived { $($variant = $tag { $($field: $key),* }),* });
+    };
+    (@write $ty:ident { $($variant:ident = $tag:literal { $($field:ident: $key:literal),* }),* }) => {
+        impl WriteJson for $ty {
+            fn write_json(&self, out: &mut Vec<u8>) {
+                match self {
+                    $($ty::$variant { $($field,)* extra } => {
+                        let mut w = ObjectWriter::begin(out);
+                        w.raw_member("\"type\":", concat!("\"", $tag, "\""));
+                        $(w.member(concat!("\"", $key, "\":"), $field);)*
+                        w.extra(extra);
+                        w.end();
+                    })*
+                    $ty::Other(map) => map.write_json(out),
+                }
+            }
+        }
+    };
+}
+
+object!(SessionHeader / ArchivedSessionHeader {
+    ("type" = "session"),
+    version: "version",
+    id: "id",
+    created_at: "createdAt",
+    title: "title",
+    cwd: "cwd",
+    parent_session: "parentSession",
+    seed_length: "seedLength",
+});
+
+object!(TurnStart / ArchivedTurnStart { turn: "turn" });
+object!(
+    TurnEnd
+        / ArchivedTurnEnd {
+            turn: "turn",
+            reason: "reason"
+        }
+);
+object!(
+    TurnEndReason
+        / ArchivedTurnEndReason {
+            kind: "kind",
+            error: "error"
+        }
+);
+object!(
+    ErrorInfo
+        / ArchivedErrorInfo {
+            code: "code",
+            message: "message"
+        }
+);
+object!(
+    StepStart
+        / ArchivedStepStart {
+            turn: "turn",
+            step: "step",
+            request: "request"
+        }
+);
+object!(
+    StepEnd
+        / ArchivedStepEnd {
+            turn: "turn",
+            step: "step"
+        }
+);
+
+object!(UserMessage / ArchivedUserMessage {
+    ("role" = "user"),
+    content: "content",
+    envelope: "envelope",
+});
+object!(
+    AssistantChunk
+        / ArchivedAssistantChunk {
+            turn: "turn",
+            step: "step",
+            chunk: "chunk"
+        }
+);
+object!(
+    AssistantMessage
+        / ArchivedAssistantMessage {
+            turn: "turn",
+            step: "step",
+            message: "message",
+            usage: "usage",
+        }
+);
+object!(AssistantContent / ArchivedAssistantContent {
+    ("role" = "assistant"),
+    content: "content",
+    provider: "provider",
+    model: "model",
+    replay: "replay",
+});
+object!(
+    Usage
+        / ArchivedUsage {
+            input_tokens: "inputTokens",
+            output_tokens: "outputTokens",
+            cache_read_tokens: "cacheReadTokens",
+            cache_write_tokens: "cacheWriteTokens",
+            reasoning_tokens: "reasoningTokens",
+        }
+);
+object!(
+    ToolCall
+        / ArchivedToolCall {
+            turn: "turn",
+            step: "step",
+            call_id: "callId",
+            name: "name",
+            arguments: "arguments",
+        }
+);
+object!(
+    ToolResult
+        / ArchivedToolResult {
+            turn: "turn",
+            step: "step",
+            message: "message",
+            call_id: "callId",
+            error: "error",
+            meta: "meta",
+        }
+);
+object!(ToolMessage / ArchivedToolMessage {
+    ("role" = "tool"),
+    tool_name: "toolName",
+    content: "content",
+    is_error: "isError",
+});
+object!(SystemMessage / ArchivedSystemMessage {
+    ("role" = "system"),
+    content: "content",
+});
+
+object!(
+    ApprovalRequest
+        / ArchivedApprovalRequest {
+            turn: "turn",
+            step: "step",
+            call_id: "callId",
+            tool: "tool",
+            reason: "reason",
+        }
+);
+object!(
+    ApprovalDecision
+        / ArchivedApprovalDecision {
+            turn: "turn",
+            step: "step",
+            call_id: "callId",
+            decision: "decision",
+            by: "by",
+            note: "note",
+        }
+);
+object!(
+    SandboxEvent
+        / ArchivedSandboxEvent {
+            kind: "kind",
+            turn: "turn",
+            detail: "detail"
+        }
+);
+object!(
+    ErrorEvent
+        / ArchivedErrorEvent {
+            message: "message",
+            turn: "turn",
+            step: "step",
+            stack: "stack",
+        }
+);
+object!(
+    CompactStart
+        / ArchivedCompactStart {
+            start_seq: "startSeq",
+            end_seq: "endSeq"
+        }
+);
+object!(
+    CompactSummary
+        / ArchivedCompactSummary {
+            start_seq: "startSeq",
+            end_seq: "endSeq",
+            summary: "summary",
+            usage: "usage",
+        }
+);
+object!(CompactEnd / ArchivedCompactEnd { ok: "ok" });
+
+tagged!(Block / ArchivedBlock {
+    Text = "text" { text: "text" },
+    Reasoning = "reasoning" { text: "text" },
+    ToolUse = "tool_use" { id: "id", name: "name", input: "input" },
+    ToolResult = "tool_result" {
+        tool_use_id: "toolUseId",
+        tool_name: "toolName",
+        content: "content",
+        is_error: "isError",
+    },
+});
+
+tagged!(Chunk / ArchivedChunk {
+    TextDelta = "text-delta" { text: "text" },
+    ReasoningDelta = "reasoning-delta" { text: "text" },
+    ToolCallDelta = "tool-call-delta" { id: "id", name: "name", arguments: "arguments" },
+});

@@ -1,0 +1,351 @@
+//! The event model: the envelope ([`Event`]), the type and payload ([`EventData`], with the
+//! payload structs in `data.rs`), the session header, and the tri-state [`Opt`] for optional
+//! members.
+//!
+//! Field order in every struct is the canonical member order of EVENTS.md §2–3. Every known object
+//! has an `extra` map with its unknown members, in their original order; they are written after
+//! the known ones.
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+#[allow(clippy::wildcard_imports)] // every payload type, for the event type table
+use super::data::*;
+use super::value::Map;
+
+/// An optional member: absent, given as `null`, or given. EVENTS.md: absent ≠ `null`, and a
+/// member given as `null` is kept as `null`.
+///
+/// For an open value (`Opt<Value>`), `null` always reads as [`Opt::Null`]; an
+/// `Opt::Present(Value::Null)` built by hand is written as `null` and so reads back as `Opt::Null`.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Opt<T> {
+    /// The member is not there.
+    #[default]
+    Absent,
+    /// The member is there with the value `null`.
+    Null,
+    /// The member is there with a value.
+    Present(T),
+}
+
+impl<T> Opt<T> {
+    /// The value, if present (`None` for absent and `null`).
+    pub fn present(&self) -> Option<&T> {
+        match self {
+            Self::Present(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value, if present, consuming `self`.
+    pub fn into_present(self) -> Option<T> {
+        match self {
+            Self::Present(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// An `Opt` of a reference to the value.
+    pub fn as_ref(&self) -> Opt<&T> {
+        match self {
+            Self::Absent => Opt::Absent,
+            Self::Null => Opt::Null,
+            Self::Present(v) => Opt::Present(v),
+        }
+    }
+
+    /// Maps the present value, keeping absent and `null`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Opt<U> {
+        match self {
+            Self::Absent => Opt::Absent,
+            Self::Null => Opt::Null,
+            Self::Present(v) => Opt::Present(f(v)),
+        }
+    }
+
+    /// True when the member is not there.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Self::Absent)
+    }
+
+    /// True when the member is there as `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Self::Null)
+    }
+
+    /// True when the member is there with a value.
+    pub fn is_present(&self) -> bool {
+        matches!(self, Self::Present(_))
+    }
+}
+
+impl<T> From<Option<T>> for Opt<T> {
+    /// `None` becomes [`Opt::Absent`].
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Self::Absent, Self::Present)
+    }
+}
+
+impl<T: Archive> std::fmt::Debug for ArchivedOpt<T>
+where
+    T::Archived: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Absent => f.write_str("Absent"),
+            Self::Null => f.write_str("Null"),
+            Self::Present(v) => f.debug_tuple("Present").field(v).finish(),
+        }
+    }
+}
+
+impl<T: Archive> ArchivedOpt<T> {
+    /// The archived value, if present (`None` for absent and `null`).
+    pub fn present(&self) -> Option<&T::Archived> {
+        match self {
+            Self::Present(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// True when the member is not there.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Self::Absent)
+    }
+
+    /// True when the member is there as `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Self::Null)
+    }
+}
+
+/// One event of a session log: the envelope of EVENTS.md §2 around a typed payload.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[rkyv(derive(Debug))]
+pub struct Event {
+    /// Position in the log: the first event has seq 0, each next one +1.
+    pub seq: u64,
+    /// Epoch milliseconds.
+    pub time: i64,
+    /// The event's type and its `data` payload.
+    pub data: EventData,
+    /// `surfaceOp`: `None` when absent (absent, `"append"` and replace are all distinct). Only
+    /// surface events carry it.
+    pub surface_op: Option<SurfaceOp>,
+    /// `sourceEventSeqs`: `None` when absent; `Some(vec![])` is an explicit `[]`.
+    pub source_event_seqs: Option<Vec<u64>>,
+    /// Unknown envelope members, in their original order.
+    pub extra: Map,
+}
+
+/// `surfaceOp`: how a surface event changes the model-visible history (EVENTS.md §5).
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[rkyv(derive(Debug))]
+pub enum SurfaceOp {
+    /// `"append"`: the event's message goes at the end of the surface.
+    Append,
+    /// `{"op":"replace","startSeq":a,"endSeq":b}`: the event's message replaces the surface nodes
+    /// of events `a` through `b`.
+    Replace {
+        /// The seq of the first event whose node is replaced.
+        start_seq: u64,
+        /// The seq of the last event whose node is replaced.
+        end_seq: u64,
+        /// Unknown members of the replace object, in order.
+        extra: Map,
+    },
+}
+
+/// The session header line (EVENTS.md §4): `{"type":"session","version":…,"id":…,"createdAt":…,
+/// "title"?,"cwd"?,"parentSession"?,"seedLength"?, …}`. It has no `seq`.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[rkyv(derive(Debug))]
+pub struct SessionHeader {
+    /// The header format version.
+    pub version: u64,
+    /// The session id.
+    pub id: String,
+    /// Creation time, epoch milliseconds (`createdAt`).
+    pub created_at: i64,
+    /// A human title.
+    pub title: Opt<String>,
+    /// The working directory the session ran in.
+    pub cwd: Opt<String>,
+    /// The id of the session this one was forked from (`parentSession`).
+    pub parent_session: Opt<String>,
+    /// How many events were copied from the parent (`seedLength`).
+    pub seed_length: Opt<u64>,
+    /// Unknown members, in order.
+    pub extra: Map,
+}
+
+/// Expands `$callback!` with the table of known event types: `Variant(DataType) = "type/name"`.
+/// The one list every per-type `match` (names, decoding, writing) is generated from.
+macro_rules! with_event_types {
+    ($callback:ident) => {
+        $callback! {
+            TurnStart(TurnStart) = "turn/start",
+            TurnEnd(TurnEnd) = "turn/end",
+            StepStart(StepStart) = "step/start",
+            StepEnd(StepEnd) = "step/end",
+            UserMessage(UserMessage) = "user/message",
+            AssistantChunk(AssistantChunk) = "assistant/chunk",
+            AssistantMessage(AssistantMessage) = "assistant/message",
+            ToolCall(ToolCall) = "tool/call",
+            ToolResult(ToolResult) = "tool/result",
+            SystemMessage(SystemMessage) = "system/message",
+            ApprovalRequest(ApprovalRequest) = "approval/request",
+            ApprovalDecision(ApprovalDecision) = "approval/decision",
+            SandboxEvent(SandboxEvent) = "sandbox/event",
+            Error(ErrorEvent) = "error",
+            CompactStart(CompactStart) = "compact/start",
+            CompactSummary(CompactSummary) = "compact/summary",
+            CompactEnd(CompactEnd) = "compact/end",
+        }
+    };
+}
+pub(crate) use with_event_types;
+
+macro_rules! define_event_types {
+    ($($variant:ident($data:ident) = $name:literal,)*) => {
+        /// An event's type and its payload (`data`).
+        #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+        #[rkyv(derive(Debug))]
+        pub enum EventData {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $variant($data),
+            )*
+            /// A type not in EVENTS.md, kept verbatim and never projected.
+            Unknown(UnknownEvent),
+        }
+
+        /// The known event types, without payload.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventType {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $variant,
+            )*
+        }
+
+        impl EventType {
+            /// Every known type, in the order of EVENTS.md §3.
+            pub const ALL: &'static [EventType] = &[$(EventType::$variant),*];
+
+            /// The type's name as written in `type`, e.g. `"turn/start"`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventType::$variant => $name,)*
+                }
+            }
+
+            /// The type named `name`, if it is a known one.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($name => Some(EventType::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl EventData {
+            /// The known type of this payload (`None` for [`EventData::Unknown`]).
+            pub fn event_type(&self) -> Option<EventType> {
+                match self {
+                    $(EventData::$variant(_) => Some(EventType::$variant),)*
+                    EventData::Unknown(_) => None,
+                }
+            }
+        }
+
+        impl ArchivedEventData {
+            /// The known type of this payload (`None` for an unknown type).
+            pub fn event_type(&self) -> Option<EventType> {
+                match self {
+                    $(ArchivedEventData::$variant(_) => Some(EventType::$variant),)*
+                    ArchivedEventData::Unknown(_) => None,
+                }
+            }
+        }
+    };
+}
+with_event_types!(define_event_types);
+
+impl EventType {
+    /// True for the surface events, the ones projected into the model-visible history and the
+    /// only ones that may carry `surfaceOp`: `user/message`, `assistant/message`, `tool/result`,
+    /// `system/message`.
+    pub fn is_surface(self) -> bool {
+        matches!(
+            self,
+            Self::UserMessage | Self::AssistantMessage | Self::ToolResult | Self::SystemMessage
+        )
+    }
+}
+
+impl EventData {
+    /// The `type` member, e.g. `"turn/start"`, or the unknown type's own name.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Self::Unknown(u) => &u.type_name,
+            known => known.event_type().map_or("", EventType::as_str),
+        }
+    }
+
+    /// True for surface events (see [`EventType::is_surface`]).
+    pub fn is_surface(&self) -> bool {
+        self.event_type().is_some_and(EventType::is_surface)
+    }
+}
+
+impl ArchivedEventData {
+    /// The `type` member, e.g. `"turn/start"`, or the unknown type's own name.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Self::Unknown(u) => u.type_name.as_str(),
+            known => known.event_type().map_or("", EventType::as_str),
+        }
+    }
+
+    /// True for surface events (see [`EventType::is_surface`]).
+    pub fn is_surface(&self) -> bool {
+        self.event_type().is_some_and(EventType::is_surface)
+    }
+}
+
+impl Event {
+    /// The `type` member (see [`EventData::type_name`]).
+    pub fn type_name(&self) -> &str {
+        self.data.type_name()
+    }
+}
+
+impl ArchivedEvent {
+    /// The event's seq.
+    pub fn seq(&self) -> u64 {
+        self.seq.to_native()
+    }
+
+    /// The event's time, epoch milliseconds.
+    pub fn time(&self) -> i64 {
+        self.time.to_native()
+    }
+
+    /// The `type` member (see [`ArchivedEventData::type_name`]).
+    pub fn type_name(&self) -> &str {
+        self.data.type_name()
+    }
+
+    /// The known type (`None` for an unknown type).
+    pub fn event_type(&self) -> Option<EventType> {
+        self.data.event_type()
+    }
+
+    /// The `sourceEventSeqs`, if present, as native integers.
+    pub fn source_event_seqs(&self) -> Option<impl ExactSizeIterator<Item = u64> + '_> {
+        self.source_event_seqs
+            .as_ref()
+            .map(|seqs| seqs.iter().map(|s| s.to_native()))
+    }
+}
