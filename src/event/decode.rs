@@ -404,6 +404,22 @@ pub(crate) fn decode_line(raw: Raw<'_>, allow_header: bool) -> Result<Decoded, L
 
 /// Decodes an event line's object; also returns the byte offset of its `seq` value.
 pub(crate) fn decode_event(raw: Raw<'_>) -> Result<(Event, usize), LineError> {
+    decode_event_with(raw, true).map(|(event, seq_pos, _)| (event, seq_pos))
+}
+
+/// Which of `seq` and `time` a draft line gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Given {
+    pub(crate) seq: bool,
+    pub(crate) time: bool,
+}
+
+/// Decodes an event object; with `require_envelope` off, `seq` and `time` may be left out (they
+/// are then 0 in the event, and [`Given`] says so).
+pub(crate) fn decode_event_with(
+    raw: Raw<'_>,
+    require_envelope: bool,
+) -> Result<(Event, usize, Given), LineError> {
     let root = Path::Root;
     let (obj_pos, members) = expect_object(raw, root)?;
     let ([ty, seq, time, data, surface_op, source_event_seqs], extra) = split_members(
@@ -426,8 +442,20 @@ pub(crate) fn decode_event(raw: Raw<'_>) -> Result<(Event, usize), LineError> {
         None => return Err(missing(obj_pos, Path::Key(&root, "type"))),
     };
     let seq_pos = seq.as_ref().map_or(obj_pos, |raw| raw.pos);
-    let seq = field(seq, "seq", root, obj_pos)?;
-    let time = field(time, "time", root, obj_pos)?;
+    let given = Given {
+        seq: seq.is_some(),
+        time: time.is_some(),
+    };
+    let seq = if given.seq || require_envelope {
+        field(seq, "seq", root, obj_pos)?
+    } else {
+        0
+    };
+    let time = if given.time || require_envelope {
+        field(time, "time", root, obj_pos)?
+    } else {
+        0
+    };
     let data_path = Path::Key(&root, "data");
     let data = match data {
         Some(raw) => decode_data(type_name, raw, data_path)?,
@@ -469,7 +497,7 @@ pub(crate) fn decode_event(raw: Raw<'_>) -> Result<(Event, usize), LineError> {
         source_event_seqs,
         extra,
     };
-    Ok((event, seq_pos))
+    Ok((event, seq_pos, given))
 }
 
 #[cfg(test)]

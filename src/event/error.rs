@@ -259,6 +259,33 @@ impl LineError {
     }
 }
 
+impl LineError {
+    /// Converts into a [`ParseError`] for a text that may span several lines: the line and the
+    /// column are those of byte `offset` in `text`.
+    pub(crate) fn in_text(self, text: &[u8]) -> ParseError {
+        let (line, column) = match self.offset {
+            Some(offset) => {
+                let end = offset.min(text.len());
+                let line_start = text[..end]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                let line = text[..line_start].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+                (
+                    line,
+                    Some(char_column(&text[line_start..], end - line_start)),
+                )
+            }
+            None => (1, None),
+        };
+        ParseError {
+            line,
+            column,
+            kind: *self.kind,
+        }
+    }
+}
+
 /// The 1-based character column of byte `offset` in `text`: one plus the number of characters
 /// that start before it. Works on any prefix, valid UTF-8 or not (continuation bytes don't count).
 fn char_column(text: &[u8], offset: usize) -> u64 {

@@ -3,10 +3,11 @@
 
 use std::io::{self, BufRead, Write};
 
-use super::decode::{decode_event, decode_line, Decoded};
+use super::decode::{decode_event, decode_event_with, decode_line, to_value, Decoded};
 use super::error::{LineError, ParseError, ParseErrorKind};
-use super::parse::parse_line;
+use super::parse::{parse_json_text, parse_line};
 use super::types::{ArchivedEvent, Event, SessionHeader};
+use super::value::Value;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -35,6 +36,44 @@ pub fn parse_header_line(line: &str) -> Result<SessionHeader, ParseError> {
     let raw = parse_line(line).map_err(|e| e.at_line(1, line.as_bytes()))?;
     <SessionHeader as super::decode::Decode>::decode(raw, super::decode::Path::Root)
         .map_err(|e| e.at_line(1, line.as_bytes()))
+}
+
+/// An event line whose `seq` and `time` may be left out, for appending: the log assigns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Draft {
+    /// The event; its `seq` and `time` are 0 where the line left them out.
+    pub event: Event,
+    /// The `seq` the line gave, if any (an appender checks it against the log's length).
+    pub seq: Option<u64>,
+    /// The `time` the line gave, if any (kept; otherwise the appender sets the clock's).
+    pub time: Option<i64>,
+}
+
+/// Parses one event line whose `seq` and `time` may be absent (everything else as
+/// [`parse_event_line`]).
+pub fn parse_draft_line(line: &str) -> Result<Draft, ParseError> {
+    let (event, _, given) = parse_line(line)
+        .and_then(|raw| decode_event_with(raw, false))
+        .map_err(|e| e.at_line(1, line.as_bytes()))?;
+    Ok(Draft {
+        seq: given.seq.then_some(event.seq),
+        time: given.time.then_some(event.time),
+        event,
+    })
+}
+
+/// Parses a text holding one JSON value of any kind (an object, an array, a string, …), keeping
+/// member order and the exact text of numbers. Refuses what the line parser refuses (duplicate
+/// names, NaN, nesting deeper than [`MAX_DEPTH`](crate::event::MAX_DEPTH), trailing characters);
+/// errors name the line and column in `text`.
+pub fn parse_json(text: &str) -> Result<Value, ParseError> {
+    let bytes = text.as_bytes();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let skipped = bytes.len() - text.len();
+    parse_json_text(text).map(to_value).map_err(|mut e| {
+        e.offset = e.offset.map(|o| o + skipped);
+        e.in_text(bytes)
+    })
 }
 
 impl std::str::FromStr for Event {

@@ -81,7 +81,10 @@ pub use data::{
     TurnEnd, TurnEndReason, TurnStart, UnknownEvent, Usage, UserMessage,
 };
 pub use error::{ParseError, ParseErrorKind};
-pub use jsonl::{parse_event_line, parse_header_line, parse_jsonl, JsonlReader, JsonlWriter, Line};
+pub use jsonl::{
+    parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl, Draft,
+    JsonlReader, JsonlWriter, Line,
+};
 pub use parse::MAX_DEPTH;
 pub use types::{
     ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,

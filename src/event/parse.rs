@@ -66,6 +66,20 @@ impl RawKind<'_> {
 
 /// Parses one line (no line terminator) that must hold exactly one JSON object.
 pub(crate) fn parse_line(line: &str) -> Result<Raw<'_>, LineError> {
+    let value = parse_json_text(line)?;
+    if !matches!(value.kind, RawKind::Object(_)) {
+        let found = value.kind.describe();
+        return Err(LineError::at(
+            value.pos,
+            ParseErrorKind::NotAnObject { found },
+        ));
+    }
+    Ok(value)
+}
+
+/// Parses a text that holds exactly one JSON value of any kind (whitespace, line breaks included,
+/// around and between tokens).
+pub(crate) fn parse_json_text(line: &str) -> Result<Raw<'_>, LineError> {
     let mut p = Parser {
         src: line,
         bytes: line.as_bytes(),
@@ -80,13 +94,6 @@ pub(crate) fn parse_line(line: &str) -> Result<Raw<'_>, LineError> {
     p.skip_ws();
     if p.pos != p.bytes.len() {
         return Err(LineError::at(p.pos, ParseErrorKind::TrailingCharacters));
-    }
-    if !matches!(value.kind, RawKind::Object(_)) {
-        let found = value.kind.describe();
-        return Err(LineError::at(
-            value.pos,
-            ParseErrorKind::NotAnObject { found },
-        ));
     }
     Ok(value)
 }
