@@ -159,6 +159,15 @@ impl StorageFile for OsFile {
                 }
             }
         }
+        // Fault the new pages in now, in one system call, rather than one page fault at a time
+        // inside appends (a first write to a page of an unwritten extent is expensive).
+        let from = self.len as usize;
+        let to = (len as usize).min(self.map.len());
+        if to > from {
+            let _ = self
+                .map
+                .advise_range(memmap2::Advice::PopulateWrite, from, to - from);
+        }
         self.len = len;
         Ok(())
     }
