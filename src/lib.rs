@@ -8,3 +8,4 @@
 
 pub mod event;
 pub mod log;
+pub mod project;

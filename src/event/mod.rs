@@ -90,6 +90,10 @@ pub use types::{
     ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,
     EventData, EventType, Opt, SessionHeader, SurfaceOp,
 };
+// The canonical writer, for the layers above that write event parts (the projection writes
+// content blocks with it, so block JSON is written in one place).
+pub(crate) use write::{ObjectWriter, WriteJson};
+
 pub use value::{
     ArchivedMap, ArchivedMember, ArchivedNumber, ArchivedValue, DuplicateKey, Map, Member, Number,
     Value,
