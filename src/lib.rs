@@ -6,6 +6,11 @@
 )]
 #![warn(missing_docs)]
 
+mod error;
 pub mod event;
 pub mod log;
 pub mod project;
+pub mod session;
+pub mod store;
+
+pub use error::{Error, Result};

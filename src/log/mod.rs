@@ -54,7 +54,7 @@ mod writer;
 pub use error::{Corruption, CorruptionKind, Error, Result};
 pub use format::{HeaderError, LogId, FORMAT_VERSION};
 pub use io::{OsStorage, Storage, StorageFile, Syncer};
-pub use lock::LOCK_FILE;
+pub use lock::{lock_dir, DirLock, LOCK_FILE};
 pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
 pub use options::{Durability, Options, RecoveryMode};
 pub use reader::{Iter, LogReader, Record};

@@ -1,0 +1,687 @@
+//! The lifecycle rules of EVENTS.md §6, checked on every append and on import, and the turn
+//! state of §7, derived from the same bookkeeping.
+
+use std::fmt;
+
+use crate::event::{Decision, ReasonKind};
+
+use super::facts::{Facts, Kind};
+
+/// A lifecycle rule of EVENTS.md §6 (and the few this crate adds where the spec is silent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    /// The appended event's `seq` must be the log's length.
+    SeqIsLength,
+    /// `sourceEventSeqs` may only name earlier events.
+    SourcesBeforeEvent,
+    /// `turn/start` only when no turn is open.
+    TurnStartWhenIdle,
+    /// The first turn is 0 or 1, each next one the previous + 1.
+    TurnNumber,
+    /// `step/start` only inside the open turn.
+    StepInsideTurn,
+    /// `step/start` only when no step is open.
+    StepStartWhenNoStep,
+    /// Within a turn the first step is 0 or 1, each next one the previous + 1.
+    StepNumber,
+    /// `step/end` closes the open step (same turn and step).
+    StepEndClosesOpenStep,
+    /// `turn/end` closes the open turn.
+    TurnEndClosesOpenTurn,
+    /// `turn/end` requires that no step is open.
+    TurnEndWithoutOpenStep,
+    /// Chunks, assistant messages, tool calls and results, approvals carry the turn and step of
+    /// the open step and appear only while it is open.
+    InsideOpenStep,
+    /// A `tool/result` answers one `tool/call` of the same turn.
+    ResultAnswersCall,
+    /// A call is answered at most once.
+    AnsweredOnce,
+    /// Call ids are unique within a turn (so that a result names one call).
+    UniqueCallId,
+    /// A surface event's `surfaceOp` must be valid against the surface at that point.
+    SurfaceOpValid,
+    /// A new compaction is refused while one is open (`compact/start` without `compact/end`).
+    OneCompactionAtATime,
+    /// `compact/summary` and `compact/end` only inside a compaction.
+    InsideCompaction,
+}
+
+impl Rule {
+    /// The rule in words, as EVENTS.md states it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Rule::SeqIsLength => "seq = log length at append",
+            Rule::SourcesBeforeEvent => "sourceEventSeqs name earlier events",
+            Rule::TurnStartWhenIdle => "turn/start only when no turn is open",
+            Rule::TurnNumber => "turn = previous turn + 1 (the first is 0 or 1)",
+            Rule::StepInsideTurn => "step/start only inside the open turn",
+            Rule::StepStartWhenNoStep => "step/start only when no step is open",
+            Rule::StepNumber => "step = previous step of this turn + 1 (the first is 0 or 1)",
+            Rule::StepEndClosesOpenStep => "step/end closes the open step (same turn and step)",
+            Rule::TurnEndClosesOpenTurn => "turn/end closes the open turn",
+            Rule::TurnEndWithoutOpenStep => "turn/end requires that no step is open",
+            Rule::InsideOpenStep => {
+                "assistant/chunk, assistant/message, tool/call, tool/result and approval/* carry \
+                 the turn and step of the open step and appear only while it is open"
+            }
+            Rule::ResultAnswersCall => "a tool/result answers one tool/call of the same turn",
+            Rule::AnsweredOnce => "a call is answered at most once",
+            Rule::UniqueCallId => "tool/call ids are unique within a turn",
+            Rule::SurfaceOpValid => {
+                "a surface event's surfaceOp must be valid against the surface at that point"
+            }
+            Rule::OneCompactionAtATime => {
+                "a new compaction is refused until the open one is closed (compact/end)"
+            }
+            Rule::InsideCompaction => "compact/summary and compact/end only inside a compaction",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// What was open when an event was refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenState {
+    /// The open turn.
+    pub turn: Option<u64>,
+    /// The open step (of the open turn).
+    pub step: Option<u64>,
+    /// The seq of an open `compact/start`.
+    pub compaction: Option<u64>,
+}
+
+impl fmt::Display for OpenState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.turn, self.step) {
+            (None, _) => write!(f, "no turn open")?,
+            (Some(t), None) => write!(f, "turn {t} open, no step open")?,
+            (Some(t), Some(s)) => write!(f, "turn {t}, step {s} open")?,
+        }
+        if let Some(c) = self.compaction {
+            write!(f, ", compaction open since seq {c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An event refused by a lifecycle rule: nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LifecycleError {
+    /// The rule the event breaks.
+    pub rule: Rule,
+    /// The seq the event would have had.
+    pub seq: u64,
+    /// The event's type.
+    pub type_name: String,
+    /// What was open.
+    pub open: OpenState,
+    /// The particulars (which turn, step, call).
+    pub detail: String,
+}
+
+impl fmt::Display for LifecycleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} at seq {} refused by the rule \"{}\": {} ({})",
+            self.type_name, self.seq, self.rule, self.detail, self.open
+        )
+    }
+}
+
+impl std::error::Error for LifecycleError {}
+
+/// The turn state of EVENTS.md §7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TurnState {
+    /// No turn open.
+    Idle,
+    /// A turn is open and no step is open.
+    Pending,
+    /// The first step of the open turn is open and has no `assistant/message` yet.
+    Inferring,
+    /// A later step is open (the model works on tool results) and has no `assistant/message` yet.
+    Generating,
+    /// The open step has its `assistant/message` and has not ended (its tools run).
+    ToolInvoking,
+    /// As `ToolInvoking`, and a call of the step has an `approval/request` without decision.
+    AwaitUserConfirm,
+}
+
+impl TurnState {
+    /// The state's name as EVENTS.md writes it (`"toolInvoking"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Idle => "idle",
+            TurnState::Pending => "pending",
+            TurnState::Inferring => "inferring",
+            TurnState::Generating => "generating",
+            TurnState::ToolInvoking => "toolInvoking",
+            TurnState::AwaitUserConfirm => "awaitUserConfirm",
+        }
+    }
+}
+
+impl fmt::Display for TurnState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `tool/call` of the open turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallInfo {
+    /// The call's seq.
+    pub seq: u64,
+    /// `callId`.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The step it was made in.
+    pub step: u64,
+    /// The seq of the `tool/result` that answered it.
+    pub answered_by: Option<u64>,
+}
+
+/// What a crash (or a caller) left open: everything `close` has to close.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenWork {
+    /// The open turn and the seq of its `turn/start`.
+    pub turn: Option<(u64, u64)>,
+    /// The open step and the seq of its `step/start`.
+    pub step: Option<(u64, u64)>,
+    /// Calls of the open turn without a result, in call order.
+    pub unanswered_calls: Vec<CallInfo>,
+    /// Call ids of the open step with an `approval/request` and no decision.
+    pub pending_approvals: Vec<String>,
+    /// The seq of a `compact/start` without `compact/end`.
+    pub compaction: Option<u64>,
+}
+
+impl OpenWork {
+    /// True when nothing is open.
+    pub fn is_empty(&self) -> bool {
+        self.turn.is_none() && self.compaction.is_none()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct StepTrack {
+    step: u64,
+    start_seq: u64,
+    first: bool,
+    has_message: bool,
+    /// Approval requests of this step: call id and decision.
+    approvals: Vec<(String, Option<Decision>)>,
+}
+
+#[derive(Debug, Clone)]
+struct TurnTrack {
+    turn: u64,
+    start_seq: u64,
+    last_step: Option<u64>,
+    step: Option<StepTrack>,
+    calls: Vec<CallInfo>,
+}
+
+/// The lifecycle bookkeeping of one session.
+#[derive(Debug, Clone, Default)]
+pub struct Lifecycle {
+    len: u64,
+    last_turn: Option<u64>,
+    last_end: Option<(u64, ReasonKind)>,
+    turn: Option<TurnTrack>,
+    compaction: Option<u64>,
+    turns_completed: u64,
+}
+
+impl Lifecycle {
+    /// An empty session's bookkeeping.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Events applied so far (the seq the next one gets).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when no event was applied.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The turn and end reason of the last closed turn.
+    pub fn last_end(&self) -> Option<(u64, ReasonKind)> {
+        self.last_end
+    }
+
+    /// The number of the last turn started (open or closed).
+    pub fn last_turn(&self) -> Option<u64> {
+        self.last_turn
+    }
+
+    /// What is open now.
+    pub fn open_state(&self) -> OpenState {
+        OpenState {
+            turn: self.turn.as_ref().map(|t| t.turn),
+            step: self
+                .turn
+                .as_ref()
+                .and_then(|t| t.step.as_ref().map(|s| s.step)),
+            compaction: self.compaction,
+        }
+    }
+
+    /// The turn state (EVENTS.md §7).
+    pub fn state(&self) -> TurnState {
+        let Some(t) = &self.turn else {
+            return TurnState::Idle;
+        };
+        let Some(s) = &t.step else {
+            return TurnState::Pending;
+        };
+        if !s.has_message {
+            return if s.first {
+                TurnState::Inferring
+            } else {
+                TurnState::Generating
+            };
+        }
+        if s.approvals.iter().any(|(_, d)| d.is_none()) {
+            TurnState::AwaitUserConfirm
+        } else {
+            TurnState::ToolInvoking
+        }
+    }
+
+    /// What is open: turn, step, unanswered calls, pending approvals, an open compaction.
+    pub fn open_work(&self) -> OpenWork {
+        let mut w = OpenWork {
+            compaction: self.compaction,
+            ..OpenWork::default()
+        };
+        if let Some(t) = &self.turn {
+            w.turn = Some((t.turn, t.start_seq));
+            w.unanswered_calls = t
+                .calls
+                .iter()
+                .filter(|c| c.answered_by.is_none())
+                .cloned()
+                .collect();
+            if let Some(s) = &t.step {
+                w.step = Some((s.step, s.start_seq));
+                w.pending_approvals = s
+                    .approvals
+                    .iter()
+                    .filter(|(_, d)| d.is_none())
+                    .map(|(id, _)| id.clone())
+                    .collect();
+            }
+        }
+        w
+    }
+
+    /// The calls of the open turn.
+    pub fn calls(&self) -> &[CallInfo] {
+        self.turn.as_ref().map_or(&[], |t| &t.calls)
+    }
+
+    /// The number of the step a new `step/start` of the open turn must carry.
+    pub fn next_step(&self) -> Option<u64> {
+        let t = self.turn.as_ref()?;
+        Some(t.last_step.map_or(1, |s| s + 1))
+    }
+
+    /// The number the next `turn/start` must carry.
+    pub fn next_turn(&self) -> u64 {
+        self.last_turn.map_or(1, |t| t + 1)
+    }
+
+    fn refuse(&self, f: &Facts<'_>, rule: Rule, detail: String) -> LifecycleError {
+        LifecycleError {
+            rule,
+            seq: f.seq,
+            type_name: f.type_name.to_string(),
+            open: self.open_state(),
+            detail,
+        }
+    }
+
+    /// Which call a tool result answers (the resolution order of EVENTS.md §5): its `callId`;
+    /// else the call named by `sourceEventSeqs[0]`; else the earliest unanswered call of the same
+    /// turn and step with the same tool name.
+    fn resolve(&self, f: &Facts<'_>) -> Result<usize, LifecycleError> {
+        let Kind::ToolResult {
+            turn,
+            step,
+            call_id,
+            tool_name,
+            ..
+        } = f.kind
+        else {
+            return Err(self.refuse(f, Rule::ResultAnswersCall, "not a tool result".into()));
+        };
+        let calls = self.calls();
+        let found = if let Some(id) = call_id {
+            calls.iter().position(|c| c.call_id == id).ok_or_else(|| {
+                self.refuse(
+                    f,
+                    Rule::ResultAnswersCall,
+                    format!("callId {id:?} names no tool/call of turn {turn}"),
+                )
+            })?
+        } else if let Some(src) = f.first_source {
+            calls.iter().position(|c| c.seq == src).ok_or_else(|| {
+                self.refuse(
+                    f,
+                    Rule::ResultAnswersCall,
+                    format!("sourceEventSeqs[0] = {src} is not a tool/call of turn {turn}"),
+                )
+            })?
+        } else {
+            calls
+                .iter()
+                .position(|c| c.answered_by.is_none() && c.step == step && c.name == tool_name)
+                .ok_or_else(|| {
+                    self.refuse(
+                        f,
+                        Rule::ResultAnswersCall,
+                        format!(
+                            "no callId, no sourceEventSeqs, and no unanswered {tool_name:?} call \
+                             in turn {turn}, step {step}"
+                        ),
+                    )
+                })?
+        };
+        if let Some(by) = calls[found].answered_by {
+            return Err(self.refuse(
+                f,
+                Rule::AnsweredOnce,
+                format!(
+                    "call {:?} (seq {}) was already answered at seq {by}",
+                    calls[found].call_id, calls[found].seq
+                ),
+            ));
+        }
+        Ok(found)
+    }
+
+    /// Checks the step-bound events: the event carries the open step's turn and step.
+    fn check_in_step(&self, f: &Facts<'_>, turn: u64, step: u64) -> Result<(), LifecycleError> {
+        let open = self
+            .turn
+            .as_ref()
+            .and_then(|t| t.step.as_ref().map(|s| (t.turn, s.step)));
+        match open {
+            Some((t, s)) if t == turn && s == step => Ok(()),
+            Some((t, s)) => Err(self.refuse(
+                f,
+                Rule::InsideOpenStep,
+                format!("it carries turn {turn}, step {step}; the open step is turn {t}, step {s}"),
+            )),
+            None => Err(self.refuse(
+                f,
+                Rule::InsideOpenStep,
+                format!("it carries turn {turn}, step {step}, but no step is open"),
+            )),
+        }
+    }
+
+    /// Checks `f` against every rule (but the surface rule, which the projection checks), without
+    /// changing anything.
+    pub(crate) fn check(&self, f: &Facts<'_>) -> Result<(), LifecycleError> {
+        if f.seq != self.len {
+            return Err(self.refuse(
+                f,
+                Rule::SeqIsLength,
+                format!(
+                    "the log holds {} events, so the next seq is {}",
+                    self.len, self.len
+                ),
+            ));
+        }
+        if let Some(max) = f.max_source.filter(|&m| m >= f.seq) {
+            return Err(self.refuse(
+                f,
+                Rule::SourcesBeforeEvent,
+                format!("sourceEventSeqs names seq {max}"),
+            ));
+        }
+        match f.kind {
+            Kind::TurnStart { turn } => {
+                if let Some(t) = &self.turn {
+                    return Err(self.refuse(
+                        f,
+                        Rule::TurnStartWhenIdle,
+                        format!("turn {} is still open", t.turn),
+                    ));
+                }
+                let ok = match self.last_turn {
+                    None => turn == 0 || turn == 1,
+                    Some(last) => Some(turn) == last.checked_add(1),
+                };
+                if !ok {
+                    let expected = match self.last_turn {
+                        None => "0 or 1 (the first turn)".to_string(),
+                        Some(last) => format!("{} (the previous turn was {last})", last + 1),
+                    };
+                    return Err(self.refuse(
+                        f,
+                        Rule::TurnNumber,
+                        format!("turn {turn}, expected {expected}"),
+                    ));
+                }
+            }
+            Kind::StepStart { turn, step } => {
+                let Some(t) = self.turn.as_ref().filter(|t| t.turn == turn) else {
+                    return Err(self.refuse(
+                        f,
+                        Rule::StepInsideTurn,
+                        format!("it names turn {turn}, which is not open"),
+                    ));
+                };
+                if let Some(s) = &t.step {
+                    return Err(self.refuse(
+                        f,
+                        Rule::StepStartWhenNoStep,
+                        format!("step {} is still open", s.step),
+                    ));
+                }
+                let ok = match t.last_step {
+                    None => step == 0 || step == 1,
+                    Some(last) => Some(step) == last.checked_add(1),
+                };
+                if !ok {
+                    let expected = match t.last_step {
+                        None => "0 or 1 (the turn's first step)".to_string(),
+                        Some(last) => format!("{} (the previous step was {last})", last + 1),
+                    };
+                    return Err(self.refuse(
+                        f,
+                        Rule::StepNumber,
+                        format!("step {step}, expected {expected}"),
+                    ));
+                }
+            }
+            Kind::StepEnd { turn, step } => {
+                let open = self
+                    .turn
+                    .as_ref()
+                    .and_then(|t| t.step.as_ref().map(|s| (t.turn, s.step)));
+                if open != Some((turn, step)) {
+                    return Err(self.refuse(
+                        f,
+                        Rule::StepEndClosesOpenStep,
+                        format!("it names turn {turn}, step {step}"),
+                    ));
+                }
+            }
+            Kind::TurnEnd { turn, .. } => match &self.turn {
+                Some(t) if t.turn == turn => {
+                    if let Some(s) = &t.step {
+                        return Err(self.refuse(
+                            f,
+                            Rule::TurnEndWithoutOpenStep,
+                            format!("step {} of turn {turn} is still open", s.step),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(self.refuse(
+                        f,
+                        Rule::TurnEndClosesOpenTurn,
+                        format!("it names turn {turn}"),
+                    ))
+                }
+            },
+            Kind::Assistant { turn, step, .. } => self.check_in_step(f, turn, step)?,
+            Kind::ApprovalRequest { turn, step, .. }
+            | Kind::ApprovalDecision { turn, step, .. } => self.check_in_step(f, turn, step)?,
+            Kind::ToolCall {
+                turn,
+                step,
+                call_id,
+                ..
+            } => {
+                self.check_in_step(f, turn, step)?;
+                if let Some(c) = self.calls().iter().find(|c| c.call_id == call_id) {
+                    return Err(self.refuse(
+                        f,
+                        Rule::UniqueCallId,
+                        format!(
+                            "call id {call_id:?} was used by the tool/call at seq {}",
+                            c.seq
+                        ),
+                    ));
+                }
+            }
+            Kind::ToolResult { turn, step, .. } => {
+                self.check_in_step(f, turn, step)?;
+                self.resolve(f)?;
+            }
+            Kind::CompactStart => {
+                if let Some(c) = self.compaction {
+                    return Err(self.refuse(
+                        f,
+                        Rule::OneCompactionAtATime,
+                        format!("the compaction started at seq {c} has no compact/end"),
+                    ));
+                }
+            }
+            Kind::CompactSummary | Kind::CompactEnd => {
+                if self.compaction.is_none() {
+                    return Err(self.refuse(
+                        f,
+                        Rule::InsideCompaction,
+                        "no compact/start is open".into(),
+                    ));
+                }
+            }
+            Kind::Anywhere => {}
+        }
+        Ok(())
+    }
+
+    /// Records `f` (which [`check`](Self::check) accepted). On an event that breaks a rule (a log
+    /// written by something else) it keeps going with the most sensible reading.
+    pub(crate) fn apply(&mut self, f: &Facts<'_>) {
+        let resolved = match f.kind {
+            Kind::ToolResult { .. } => self.resolve(f).ok(),
+            _ => None,
+        };
+        self.len = self.len.max(f.seq + 1);
+        match f.kind {
+            Kind::TurnStart { turn } => {
+                self.last_turn = Some(turn);
+                self.turn = Some(TurnTrack {
+                    turn,
+                    start_seq: f.seq,
+                    last_step: None,
+                    step: None,
+                    calls: Vec::new(),
+                });
+            }
+            Kind::StepStart { step, .. } => {
+                if let Some(t) = &mut self.turn {
+                    t.step = Some(StepTrack {
+                        step,
+                        start_seq: f.seq,
+                        first: t.last_step.is_none(),
+                        has_message: false,
+                        approvals: Vec::new(),
+                    });
+                    t.last_step = Some(step);
+                }
+            }
+            Kind::StepEnd { .. } => {
+                if let Some(t) = &mut self.turn {
+                    t.step = None;
+                }
+            }
+            Kind::TurnEnd { turn, reason } => {
+                self.turn = None;
+                self.last_end = Some((turn, reason));
+                self.turns_completed += 1;
+            }
+            Kind::Assistant { message: true, .. } => {
+                if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
+                    s.has_message = true;
+                }
+            }
+            Kind::Assistant { message: false, .. } => {}
+            Kind::ToolCall {
+                step,
+                call_id,
+                name,
+                ..
+            } => {
+                if let Some(t) = &mut self.turn {
+                    t.calls.push(CallInfo {
+                        seq: f.seq,
+                        call_id: call_id.to_string(),
+                        name: name.to_string(),
+                        step,
+                        answered_by: None,
+                    });
+                }
+            }
+            Kind::ToolResult { .. } => {
+                if let (Some(i), Some(t)) = (resolved, &mut self.turn) {
+                    if let Some(c) = t.calls.get_mut(i) {
+                        c.answered_by = Some(f.seq);
+                    }
+                }
+            }
+            Kind::ApprovalRequest { call_id, .. } => {
+                if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
+                    s.approvals.push((call_id.to_string(), None));
+                }
+            }
+            Kind::ApprovalDecision {
+                call_id, decision, ..
+            } => {
+                if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
+                    match s
+                        .approvals
+                        .iter_mut()
+                        .find(|(id, d)| id == call_id && d.is_none())
+                    {
+                        Some(slot) => slot.1 = Some(decision),
+                        None => s.approvals.push((call_id.to_string(), Some(decision))),
+                    }
+                }
+            }
+            Kind::CompactStart => self.compaction = Some(f.seq),
+            Kind::CompactEnd => self.compaction = None,
+            Kind::CompactSummary | Kind::Anywhere => {}
+        }
+    }
+}

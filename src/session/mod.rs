@@ -1,0 +1,66 @@
+//! Sessions on top of a log: metadata (`session.json`), the lifecycle rules checked on every
+//! append (EVENTS.md §6), the turn state (§7), the incremental projection (§5), closing what a
+//! crash left open, and subscriptions.
+//!
+//! A session lives in one directory: `session.json` beside the log's segment and index files.
+//! [`Session`] is the one writer; [`SessionReader`] reads from any thread or process.
+//!
+//! ```
+//! use agentlog::event::{Block, EventData, Map, Opt, ReasonKind, TurnEnd, TurnEndReason, TurnStart, UserMessage};
+//! use agentlog::session::{Session, SessionMeta, SessionOptions, TurnState};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let session = Session::create(dir.path().join("s1"), SessionMeta::new("s1", 0), SessionOptions::default())?;
+//! session.append(EventData::TurnStart(TurnStart { turn: 1, extra: Map::new() }))?;
+//! assert_eq!(session.state(), TurnState::Pending);
+//! session.append(EventData::UserMessage(UserMessage {
+//!     content: vec![Block::text("hello")],
+//!     envelope: Opt::Absent,
+//!     extra: Map::new(),
+//! }))?;
+//! // A second turn/start while turn 1 is open breaks a lifecycle rule: nothing is written.
+//! let err = session.append(EventData::TurnStart(TurnStart { turn: 2, extra: Map::new() })).unwrap_err();
+//! assert!(err.to_string().contains("turn/start only when no turn is open"));
+//! session.append(EventData::TurnEnd(TurnEnd {
+//!     turn: 1,
+//!     reason: TurnEndReason { kind: ReasonKind::Completed, error: Opt::Absent, extra: Map::new() },
+//!     extra: Map::new(),
+//! }))?;
+//! assert_eq!(session.len(), 3);
+//! assert_eq!(session.messages().len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod facts;
+mod id;
+mod lifecycle;
+mod meta;
+mod notice;
+mod reader;
+mod writer;
+
+use std::path::Path;
+
+pub use id::{new_id, validate_id, MAX_ID_LEN};
+pub use lifecycle::{CallInfo, Lifecycle, LifecycleError, OpenState, OpenWork, Rule, TurnState};
+pub use meta::{SessionMeta, SessionState, META_FILE};
+pub use notice::Notice;
+pub use reader::SessionReader;
+pub use writer::{OpenReport, Session, SessionOptions};
+
+pub(crate) use notice::Subscribers;
+pub(crate) use writer::now_ms;
+
+/// The payload schema of agentlog session logs (written in every segment header): version 1 of
+/// the rkyv archive of [`Event`](crate::event::Event).
+pub const PAYLOAD_SCHEMA: u32 = 1;
+
+/// Creates a directory (and its parents) with mode 0700.
+pub(crate) fn create_private_dir(dir: &Path) -> crate::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| crate::Error::io("create directory", dir, e))
+}

@@ -1,0 +1,602 @@
+//! [`Session`]: a log plus its metadata, with the lifecycle rules checked on every append, the
+//! turn state, the incremental projection, closing what a crash left open, and subscriptions.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rkyv::util::AlignedVec;
+
+use crate::error::{Error, Result};
+use crate::event::{
+    access_event, decode_event, encode_event, CompactEnd, Draft, ErrorInfo, Event, EventData,
+    EventType, Map, Opt, ReasonKind, StepEnd, StepStart, SurfaceOp, ToolContent, ToolMessage,
+    ToolResult, TurnEnd, TurnEndReason,
+};
+use crate::log::{self, Durability, Log, RecoveryReport};
+use crate::project::{Messages, Projector};
+
+use super::facts::Facts;
+use super::id::validate_id;
+use super::lifecycle::{Lifecycle, LifecycleError, OpenWork, TurnState};
+use super::meta::{SessionMeta, SessionState};
+use super::notice::{Notice, Subscribers};
+use super::reader::SessionReader;
+use super::PAYLOAD_SCHEMA;
+
+/// Options of a session, with documented defaults.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The storage engine's options (segment size, durability, recovery mode, maximum event
+    /// size). Default: [`log::Options::default`]; the payload schema is always agentlog's.
+    pub log: log::Options,
+    /// Store `assistant/chunk` events. When false, appending a chunk stores nothing and returns
+    /// `None` (the `assistant/message` then lists `sourceEventSeqs: []`). Default: `true`.
+    pub keep_raw_chunks: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            log: log::Options::default(),
+            keep_raw_chunks: true,
+        }
+    }
+}
+
+impl SessionOptions {
+    fn log_options(&self, create: bool) -> log::Options {
+        self.log
+            .clone()
+            .payload_schema(PAYLOAD_SCHEMA)
+            .create(create)
+    }
+}
+
+/// What opening a session found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OpenReport {
+    /// What opening the log found and did (torn tail cut, indexes rebuilt, …).
+    pub log: RecoveryReport,
+    /// The turn state after opening.
+    pub state: TurnState,
+    /// What a crash left open (a turn, a step, unanswered calls, pending approvals).
+    pub open_work: OpenWork,
+    /// Lifecycle rules the stored events break (a log written by something that did not check
+    /// them); the first few.
+    pub violations: Vec<LifecycleError>,
+}
+
+struct Inner {
+    lifecycle: Lifecycle,
+    projector: Projector,
+    buf: AlignedVec,
+    last_time: i64,
+}
+
+/// A session opened for writing: one per session at a time (the log's lock).
+///
+/// Every append is checked against the lifecycle rules (EVENTS.md §6) and the projection (§5)
+/// before anything is written; a refused event leaves the session unchanged.
+pub struct Session {
+    dir: PathBuf,
+    log: Log,
+    meta: Mutex<SessionMeta>,
+    inner: Mutex<Inner>,
+    keep_raw_chunks: bool,
+    durability: Durability,
+    subscribers: Subscribers<Notice>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("dir", &self.dir)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Session {
+    /// Creates a new session in `dir` (which must not exist) with `meta`.
+    pub fn create(
+        dir: impl AsRef<Path>,
+        meta: SessionMeta,
+        options: SessionOptions,
+    ) -> Result<Session> {
+        let dir = dir.as_ref().to_path_buf();
+        validate_id(&meta.id)?;
+        if dir.exists() {
+            return Err(Error::Exists(meta.id.clone()));
+        }
+        super::create_private_dir(&dir)?;
+        meta.save(&dir)?;
+        let (log, report) = Log::open(&dir, options.log_options(true))?;
+        let inner = Inner {
+            lifecycle: Lifecycle::new(),
+            projector: Projector::new(),
+            buf: AlignedVec::new(),
+            last_time: i64::MIN,
+        };
+        debug_assert!(report.created || report.events == 0);
+        Ok(Session::from_parts(dir, log, meta, inner, &options))
+    }
+
+    fn from_parts(
+        dir: PathBuf,
+        log: Log,
+        meta: SessionMeta,
+        inner: Inner,
+        options: &SessionOptions,
+    ) -> Session {
+        Session {
+            dir,
+            durability: options.log.durability,
+            log,
+            meta: Mutex::new(meta),
+            inner: Mutex::new(inner),
+            keep_raw_chunks: options.keep_raw_chunks,
+            subscribers: Subscribers::new(),
+        }
+    }
+
+    /// Opens the session in `dir` for writing: recovers the log as the options' recovery mode
+    /// allows, then replays it to rebuild the lifecycle state and the projection.
+    pub fn open(dir: impl AsRef<Path>, options: SessionOptions) -> Result<(Session, OpenReport)> {
+        let dir = dir.as_ref().to_path_buf();
+        let meta = SessionMeta::load(&dir)?;
+        let (log, log_report) = Log::open(&dir, options.log_options(false))?;
+        let mut inner = Inner {
+            lifecycle: Lifecycle::new(),
+            projector: Projector::new(),
+            buf: AlignedVec::new(),
+            last_time: i64::MIN,
+        };
+        let mut violations = Vec::new();
+        let reader = log.reader();
+        for rec in reader.iter() {
+            let rec = rec?;
+            let event = access_event(rec.payload).map_err(|source| Error::Archive {
+                seq: Some(rec.seq),
+                source,
+            })?;
+            let facts = Facts::of_archived(event);
+            if let Err(v) = inner.lifecycle.check(&facts) {
+                if violations.len() < 16 {
+                    violations.push(v);
+                }
+            }
+            inner.lifecycle.apply(&facts);
+            inner.last_time = inner.last_time.max(event.time());
+            if projector_wants(event.event_type()) {
+                let owned = decode_event(event).map_err(|source| Error::Archive {
+                    seq: Some(rec.seq),
+                    source,
+                })?;
+                // A stored event the projection cannot place is left out of the history; the
+                // lifecycle violation (if any) is reported above.
+                let _ = inner.projector.apply(&owned);
+            }
+        }
+        let report = OpenReport {
+            log: log_report,
+            state: inner.lifecycle.state(),
+            open_work: inner.lifecycle.open_work(),
+            violations,
+        };
+        Ok((Session::from_parts(dir, log, meta, inner, &options), report))
+    }
+
+    /// The session's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The session id.
+    pub fn id(&self) -> String {
+        lock(&self.meta).id.clone()
+    }
+
+    /// A copy of the session's metadata.
+    pub fn meta(&self) -> SessionMeta {
+        lock(&self.meta).clone()
+    }
+
+    /// Changes the metadata (title, cwd, config, …) and writes `session.json` atomically. The id
+    /// cannot change.
+    pub fn update_meta(&self, f: impl FnOnce(&mut SessionMeta)) -> Result<()> {
+        let mut meta = lock(&self.meta);
+        let mut next = meta.clone();
+        f(&mut next);
+        next.id = meta.id.clone();
+        next.save(&self.dir)?;
+        *meta = next;
+        Ok(())
+    }
+
+    /// Events in the session.
+    pub fn len(&self) -> u64 {
+        self.log.len()
+    }
+
+    /// True when the session holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The turn state (EVENTS.md §7).
+    pub fn state(&self) -> TurnState {
+        lock(&self.inner).lifecycle.state()
+    }
+
+    /// What is open: turn, step, unanswered calls, pending approvals, an open compaction.
+    pub fn open_work(&self) -> OpenWork {
+        lock(&self.inner).lifecycle.open_work()
+    }
+
+    /// A copy of the lifecycle bookkeeping (turn numbers, open calls, …).
+    pub fn lifecycle(&self) -> Lifecycle {
+        lock(&self.inner).lifecycle.clone()
+    }
+
+    /// The model-visible history now: an immutable snapshot, O(1) to take.
+    pub fn messages(&self) -> Messages {
+        lock(&self.inner).projector.messages()
+    }
+
+    /// A reader of this session that sees appends as they happen.
+    pub fn reader(&self) -> SessionReader {
+        SessionReader::attached(self.dir.clone(), self.meta(), self.log.reader())
+    }
+
+    /// Receives every appended event and lifecycle notice from now on.
+    pub fn subscribe(&self) -> Receiver<Notice> {
+        self.subscribers.subscribe()
+    }
+
+    /// Appends an event built from its payload: seq and time are set by the log, no
+    /// `surfaceOp`, no `sourceEventSeqs`. Returns the seq (`None` for an `assistant/chunk` when
+    /// raw chunks are not kept).
+    pub fn append(&self, data: EventData) -> Result<Option<u64>> {
+        self.append_draft(Draft {
+            event: Event {
+                seq: 0,
+                time: 0,
+                data,
+                surface_op: None,
+                source_event_seqs: None,
+                extra: Map::new(),
+            },
+            seq: None,
+            time: None,
+        })
+    }
+
+    /// Appends an event with full control of its envelope: a given `seq` must be the session's
+    /// length, a given `time` is kept (otherwise the clock's, never earlier than the last
+    /// event's), `surfaceOp`, `sourceEventSeqs` and unknown members are stored as given.
+    pub fn append_draft(&self, draft: Draft) -> Result<Option<u64>> {
+        self.append_drafts(vec![draft])
+            .map(|v| v.into_iter().next().flatten())
+    }
+
+    /// Appends several events at once: every one is checked first (in order, each against the
+    /// state the earlier ones leave), and if any is refused nothing is written.
+    pub fn append_drafts(&self, drafts: Vec<Draft>) -> Result<Vec<Option<u64>>> {
+        let mut inner = lock(&self.inner);
+        self.check_writable()?;
+        let inner = &mut *inner;
+        let single = drafts.len() == 1;
+        // A batch is checked against copies of the state, so that nothing changes when a later
+        // event is refused; a single event is checked against the state itself, no copy.
+        let mut scratch = (!single).then(|| (inner.lifecycle.clone(), inner.projector.clone()));
+        let batch = scratch.is_some();
+        let mut last_time = inner.last_time;
+        let mut events = Vec::with_capacity(drafts.len());
+        let mut seqs = Vec::with_capacity(drafts.len());
+        for draft in drafts {
+            let kind = draft.event.data.event_type();
+            if !self.keep_raw_chunks && kind == Some(EventType::AssistantChunk) {
+                seqs.push(None);
+                continue;
+            }
+            let (lifecycle, projector) = match &mut scratch {
+                Some((l, p)) => (l, p),
+                None => (&mut inner.lifecycle, &mut inner.projector),
+            };
+            let mut event = draft.event;
+            event.seq = lifecycle.len();
+            if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
+                let f = Facts {
+                    seq: given,
+                    ..Facts::of(&event)
+                };
+                lifecycle.check(&f)?;
+            }
+            event.time = draft.time.unwrap_or_else(|| now_ms().max(last_time));
+            let facts = Facts::of(&event);
+            lifecycle.check(&facts)?;
+            if projector_wants(kind) {
+                projector
+                    .check(&event)
+                    .map_err(|e| surface_error(lifecycle, &event, e))?;
+            }
+            if batch {
+                lifecycle.apply(&facts);
+                if projector_wants(kind) {
+                    projector
+                        .apply(&event)
+                        .map_err(|e| surface_error(lifecycle, &event, e))?;
+                }
+            }
+            last_time = last_time.max(event.time);
+            seqs.push(Some(event.seq));
+            events.push(event);
+        }
+        if events.is_empty() {
+            return Ok(seqs);
+        }
+        // Encode every event into one buffer, each archive 16-byte aligned.
+        let buf = &mut inner.buf;
+        buf.clear();
+        let mut starts = Vec::with_capacity(events.len() + 1);
+        for e in &events {
+            let start = encode_event(e, buf).map_err(|source| Error::Archive {
+                seq: Some(e.seq),
+                source,
+            })?;
+            starts.push(start);
+        }
+        starts.push(buf.len());
+        let payloads: Vec<&[u8]> = starts.windows(2).map(|w| &buf[w[0]..w[1]]).collect();
+        let range = if let [one] = payloads.as_slice() {
+            self.log
+                .append_with(one, Durability::Os)
+                .map(|s| s..s + 1)?
+        } else {
+            self.log.append_batch(&payloads)?
+        };
+        debug_assert_eq!(range.start, events[0].seq);
+        match scratch {
+            Some((lifecycle, projector)) => {
+                inner.lifecycle = lifecycle;
+                inner.projector = projector;
+            }
+            None => {
+                for event in &events {
+                    inner.lifecycle.apply(&Facts::of(event));
+                    if projector_wants(event.data.event_type()) {
+                        // Checked above, against this very state.
+                        let _ = inner.projector.apply(event);
+                    }
+                }
+            }
+        }
+        inner.last_time = last_time;
+        let notify = self.subscribers.any();
+        if notify {
+            self.notify(events);
+        }
+        if self.durability == Durability::Sync {
+            self.log.sync_through(range.end)?;
+        }
+        Ok(seqs)
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        let meta = lock(&self.meta);
+        match meta.state {
+            SessionState::Active => Ok(()),
+            SessionState::Archived => Err(Error::Archived(meta.id.clone())),
+            SessionState::Deleted => Err(Error::Deleted(meta.id.clone())),
+        }
+    }
+
+    fn notify(&self, events: Vec<Event>) {
+        let mut notices = Vec::with_capacity(events.len() * 2);
+        for event in events {
+            let facts_notice = match &event.data {
+                EventData::TurnStart(d) => Some(Notice::TurnStarted {
+                    turn: d.turn,
+                    seq: event.seq,
+                }),
+                EventData::TurnEnd(d) if d.reason.kind == ReasonKind::Completed => {
+                    Some(Notice::TurnCompleted {
+                        turn: d.turn,
+                        seq: event.seq,
+                    })
+                }
+                EventData::TurnEnd(d) => Some(Notice::TurnFailed {
+                    turn: d.turn,
+                    reason: d.reason.kind,
+                    seq: event.seq,
+                }),
+                EventData::ToolCall(d) => Some(Notice::ToolInvoked {
+                    call_id: d.call_id.clone(),
+                    name: d.name.clone(),
+                    seq: event.seq,
+                }),
+                EventData::ApprovalRequest(d) => Some(Notice::AwaitingConfirmation {
+                    call_id: d.call_id.clone(),
+                    tool: d.tool.clone(),
+                    seq: event.seq,
+                }),
+                _ => None,
+            };
+            notices.push(Notice::Appended(Arc::new(event)));
+            notices.extend(facts_notice);
+        }
+        self.subscribers.send(&notices);
+    }
+
+    /// Appends the closers of EVENTS.md §7 for whatever is open, so the derived history is valid
+    /// for a provider again and new work can start: an error `tool/result`
+    /// (`error.code = "TOOL_OUTCOME_UNKNOWN"`) for each unanswered call of the open turn, then
+    /// `step/end`, then `turn/end` with `reason` (normally [`ReasonKind::Interrupted`]); and a
+    /// `compact/end` with `ok: false` for a compaction a crash left open.
+    ///
+    /// Results must be appended inside a step: when calls of an already closed step are
+    /// unanswered and no step is open, a step is opened for them first. Returns the seqs
+    /// appended (empty when nothing was open).
+    pub fn close_open_work(&self, reason: ReasonKind) -> Result<Vec<u64>> {
+        let (work, lifecycle) = {
+            let inner = lock(&self.inner);
+            (inner.lifecycle.open_work(), inner.lifecycle.clone())
+        };
+        let mut drafts = Vec::new();
+        let draft = |data: EventData, surface: bool, sources: Option<Vec<u64>>| Draft {
+            event: Event {
+                seq: 0,
+                time: 0,
+                data,
+                surface_op: surface.then_some(SurfaceOp::Append),
+                source_event_seqs: sources,
+                extra: Map::new(),
+            },
+            seq: None,
+            time: None,
+        };
+        if let Some((turn, _)) = work.turn {
+            let mut step = work.step.map(|(s, _)| s);
+            if step.is_none() && !work.unanswered_calls.is_empty() {
+                let s = lifecycle.next_step().unwrap_or(1);
+                drafts.push(draft(
+                    EventData::StepStart(StepStart {
+                        turn,
+                        step: s,
+                        request: Opt::Absent,
+                        extra: Map::new(),
+                    }),
+                    false,
+                    None,
+                ));
+                step = Some(s);
+            }
+            if let Some(step) = step {
+                for call in &work.unanswered_calls {
+                    drafts.push(draft(
+                        EventData::ToolResult(ToolResult {
+                            turn,
+                            step,
+                            message: ToolMessage {
+                                tool_name: call.name.clone(),
+                                content: ToolContent::Text(
+                                    "The session was interrupted before this tool reported a \
+                                     result; its outcome is unknown."
+                                        .into(),
+                                ),
+                                is_error: true,
+                                extra: Map::new(),
+                            },
+                            call_id: Opt::Present(call.call_id.clone()),
+                            error: Opt::Present(ErrorInfo {
+                                code: Opt::Present("TOOL_OUTCOME_UNKNOWN".into()),
+                                message: Opt::Present(
+                                    "the session stopped before the tool reported a result".into(),
+                                ),
+                                extra: Map::new(),
+                            }),
+                            meta: Opt::Absent,
+                            extra: Map::new(),
+                        }),
+                        true,
+                        Some(vec![call.seq]),
+                    ));
+                }
+                drafts.push(draft(
+                    EventData::StepEnd(StepEnd {
+                        turn,
+                        step,
+                        extra: Map::new(),
+                    }),
+                    false,
+                    None,
+                ));
+            }
+            drafts.push(draft(
+                EventData::TurnEnd(TurnEnd {
+                    turn,
+                    reason: TurnEndReason {
+                        kind: reason,
+                        error: Opt::Absent,
+                        extra: Map::new(),
+                    },
+                    extra: Map::new(),
+                }),
+                false,
+                None,
+            ));
+        }
+        if work.compaction.is_some() {
+            drafts.push(draft(
+                EventData::CompactEnd(CompactEnd {
+                    ok: false,
+                    extra: Map::new(),
+                }),
+                false,
+                None,
+            ));
+        }
+        let seqs = self.append_drafts(drafts)?;
+        Ok(seqs.into_iter().flatten().collect())
+    }
+
+    /// Makes every appended event durable (fdatasync).
+    pub fn sync(&self) -> Result<()> {
+        Ok(self.log.sync()?)
+    }
+
+    /// Archives the session: it stays readable, appends are refused until it is unarchived.
+    pub fn archive(&self) -> Result<()> {
+        self.update_meta(|m| m.state = SessionState::Archived)
+    }
+
+    /// Makes an archived session writable again.
+    pub fn unarchive(&self) -> Result<()> {
+        self.update_meta(|m| m.state = SessionState::Active)
+    }
+
+    /// The last event's time, epoch milliseconds.
+    pub fn last_event_time(&self) -> Option<i64> {
+        let inner = lock(&self.inner);
+        (!inner.lifecycle.is_empty()).then_some(inner.last_time)
+    }
+
+    /// Closes the session cleanly (the log is synced and marked closed).
+    pub fn close(self) -> Result<()> {
+        Ok(self.log.close()?)
+    }
+}
+
+/// A projection refusal as a lifecycle error (the rule "surfaceOp valid against the surface", or
+/// an unresolvable tool result).
+fn surface_error(lifecycle: &Lifecycle, event: &Event, e: crate::project::ProjectError) -> Error {
+    let rule = match e {
+        crate::project::ProjectError::UnresolvedToolResult { .. } => super::Rule::ResultAnswersCall,
+        crate::project::ProjectError::AlreadyAnswered { .. } => super::Rule::AnsweredOnce,
+        _ => super::Rule::SurfaceOpValid,
+    };
+    Error::Lifecycle(Box::new(LifecycleError {
+        rule,
+        seq: event.seq,
+        type_name: event.type_name().to_string(),
+        open: lifecycle.open_state(),
+        detail: e.to_string(),
+    }))
+}
+
+/// True for the types the projection reads: surface events and tool calls.
+pub(crate) fn projector_wants(t: Option<EventType>) -> bool {
+    t.is_some_and(|t| t.is_surface() || t == EventType::ToolCall)
+}

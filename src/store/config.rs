@@ -1,0 +1,213 @@
+//! `agentlog.toml`: a store's configuration, with documented defaults.
+//!
+//! ```toml
+//! # Size at which a session's segment is sealed and a new one started.
+//! segment_size = "64MiB"        # bytes, or a string with a unit: B, KiB, MiB, GiB
+//! # What an append waits for: "os" (survives kill -9), "sync" (survives power loss),
+//! # or "periodic" (an fdatasync every sync_interval_ms).
+//! durability = "os"
+//! sync_interval_ms = 1000       # only for durability = "periodic"
+//! # Store assistant/chunk events (false: they are dropped when appended live).
+//! keep_raw_chunks = true
+//! # The largest event accepted (its stored size).
+//! max_event_size = "16MiB"
+//! ```
+//!
+//! Every key is optional; an unknown key or a bad value is an error naming it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::log::{self, Durability};
+use crate::session::SessionOptions;
+
+/// The name of the configuration file in a store's root.
+pub const CONFIG_FILE: &str = "agentlog.toml";
+
+/// A store's configuration (`agentlog.toml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Size at which a segment is sealed. Default: 64 MiB.
+    pub segment_size: u64,
+    /// What an append waits for. Default: [`Durability::Os`].
+    pub durability: Durability,
+    /// Keep `assistant/chunk` events. Default: `true`.
+    pub keep_raw_chunks: bool,
+    /// The largest event accepted, in bytes. Default: 16 MiB.
+    pub max_event_size: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        let log = log::Options::default();
+        StoreConfig {
+            segment_size: log.segment_size,
+            durability: log.durability,
+            keep_raw_chunks: true,
+            max_event_size: log.max_event_size,
+        }
+    }
+}
+
+fn size(key: &str, v: &toml::Value) -> std::result::Result<u64, String> {
+    match v {
+        toml::Value::Integer(n) if *n > 0 => Ok(*n as u64),
+        toml::Value::String(s) => parse_size(s).ok_or_else(|| {
+            format!(
+                "{key} = {s:?}: expected a size such as 65536, \"64KiB\", \"64MiB\" or \"1GiB\""
+            )
+        }),
+        other => Err(format!(
+            "{key}: expected a size, found {}",
+            other.type_str()
+        )),
+    }
+}
+
+/// Parses `"64MiB"`, `"64 MiB"`, `"4096"`, `"1GiB"`, `"16KB"` (units are powers of 1024).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult).filter(|&n| n > 0)
+}
+
+impl StoreConfig {
+    /// Reads `<root>/agentlog.toml`; the defaults when the file does not exist.
+    pub fn load(root: &Path) -> Result<StoreConfig> {
+        let path = root.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => StoreConfig::parse(&text).map_err(|reason| Error::BadFile { path, reason }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreConfig::default()),
+            Err(e) => Err(Error::io("read", &path, e)),
+        }
+    }
+
+    /// Parses the text of an `agentlog.toml`.
+    pub fn parse(text: &str) -> std::result::Result<StoreConfig, String> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+        let mut c = StoreConfig::default();
+        let mut interval = None;
+        let mut mode = None;
+        for (key, v) in &table {
+            match key.as_str() {
+                "segment_size" => c.segment_size = size(key, v)?,
+                "max_event_size" => c.max_event_size = size(key, v)?,
+                "keep_raw_chunks" => {
+                    c.keep_raw_chunks = v.as_bool().ok_or_else(|| {
+                        format!(
+                            "keep_raw_chunks: expected true or false, found {}",
+                            v.type_str()
+                        )
+                    })?
+                }
+                "durability" => {
+                    let s = v.as_str().ok_or_else(|| {
+                        format!(
+                            "durability: expected \"os\", \"sync\" or \"periodic\", found {}",
+                            v.type_str()
+                        )
+                    })?;
+                    mode = Some(s.to_string());
+                }
+                "sync_interval_ms" => {
+                    let ms = v.as_integer().filter(|&n| n > 0).ok_or_else(|| {
+                        format!(
+                            "sync_interval_ms: expected a positive integer, found {}",
+                            v.type_str()
+                        )
+                    })?;
+                    interval = Some(Duration::from_millis(ms as u64));
+                }
+                other => {
+                    return Err(format!(
+                        "unknown key {other:?} (known: segment_size, durability, \
+                         sync_interval_ms, keep_raw_chunks, max_event_size)"
+                    ))
+                }
+            }
+        }
+        c.durability = match mode.as_deref() {
+            None | Some("os") => Durability::Os,
+            Some("sync") => Durability::Sync,
+            Some("periodic") => Durability::Periodic(interval.unwrap_or(Duration::from_secs(1))),
+            Some(other) => {
+                return Err(format!(
+                    "durability = {other:?}: expected \"os\", \"sync\" or \"periodic\""
+                ))
+            }
+        };
+        c.session_options()
+            .log
+            .validate()
+            .map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+
+    /// The options sessions of this store are opened with.
+    pub fn session_options(&self) -> SessionOptions {
+        SessionOptions {
+            log: log::Options::default()
+                .segment_size(self.segment_size)
+                .max_event_size(self.max_event_size)
+                .durability(self.durability),
+            keep_raw_chunks: self.keep_raw_chunks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_full_file() {
+        assert_eq!(StoreConfig::parse("").unwrap(), StoreConfig::default());
+        let c = StoreConfig::parse(
+            "segment_size = \"8MiB\"\ndurability = \"periodic\"\nsync_interval_ms = 250\n\
+             keep_raw_chunks = false\nmax_event_size = 1048576\n",
+        )
+        .unwrap();
+        assert_eq!(c.segment_size, 8 << 20);
+        assert_eq!(
+            c.durability,
+            Durability::Periodic(Duration::from_millis(250))
+        );
+        assert!(!c.keep_raw_chunks);
+        assert_eq!(c.max_event_size, 1 << 20);
+    }
+
+    #[test]
+    fn mistakes_name_the_key() {
+        for (text, needle) in [
+            ("segmnt_size = 1", "segmnt_size"),
+            ("durability = \"fast\"", "durability"),
+            ("segment_size = \"lots\"", "segment_size"),
+            ("keep_raw_chunks = 1", "keep_raw_chunks"),
+            ("segment_size = 10", "segment_size"),
+            ("x = ", "line 1"),
+        ] {
+            let e = StoreConfig::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64MiB"), Some(64 << 20));
+        assert_eq!(parse_size("64 mb"), Some(64 << 20));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("1GiB"), Some(1 << 30));
+        assert_eq!(parse_size("1.5GiB"), None);
+        assert_eq!(parse_size("0"), None);
+    }
+}

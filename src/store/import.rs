@@ -1,0 +1,178 @@
+//! Importing a JSONL session: all or nothing.
+//!
+//! The events are written into a hidden folder of the store (`sessions/.import-…`), each checked
+//! as a live append would be (lifecycle rules, projection); only when the whole file was accepted
+//! is the folder synced and renamed to the session's id. A refused file leaves nothing behind.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::event::{Draft, JsonlReader, Line, SessionHeader};
+use crate::session::{new_id, now_ms, Session, SessionMeta};
+
+use super::{Store, StoreNotice, SESSIONS_DIR};
+
+const TEMP_PREFIX: &str = ".import-";
+
+/// How to import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The session id; else the header's; else a new one.
+    pub id: Option<String>,
+    /// The title; else the header's.
+    pub title: Option<String>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    /// The new session's id.
+    pub id: String,
+    /// Events imported.
+    pub events: u64,
+    /// True when the file started with a session header.
+    pub had_header: bool,
+}
+
+/// An import error names the line it happened at.
+fn at_line(line: u64, e: Error) -> Error {
+    match e {
+        Error::Lifecycle(mut l) => {
+            l.detail = format!("line {line}: {}", l.detail);
+            Error::Lifecycle(l)
+        }
+        Error::Parse(p) => Error::Parse(p),
+        other => other,
+    }
+}
+
+impl Store {
+    /// Imports a session from canonical (or any valid) JSONL (EVENTS.md §4): the id is
+    /// `options.id`, else the header's, else a new one; an existing id is refused. Every event is
+    /// checked as a live append would be, keeping its seq and time. A refused file writes
+    /// nothing. `progress` is called now and then with the bytes read so far.
+    pub fn import(
+        &self,
+        input: impl BufRead,
+        options: ImportOptions,
+        mut progress: impl FnMut(u64),
+    ) -> Result<ImportReport> {
+        let mut lines = JsonlReader::new(input);
+        let mut first = lines.next().transpose()?;
+        let header: Option<SessionHeader> = match first.take() {
+            Some(Line::Header(h)) => Some(h),
+            Some(Line::Event(e)) => {
+                first = Some(Line::Event(e));
+                None
+            }
+            _ => None,
+        };
+        if let Some(h) = &header {
+            if h.version != 1 {
+                return Err(Error::Invalid(format!(
+                    "line 1: session header version {} is not supported (this build reads version 1)",
+                    h.version
+                )));
+            }
+        }
+        let id = match options.id.or_else(|| header.as_ref().map(|h| h.id.clone())) {
+            Some(id) => id,
+            None => new_id(),
+        };
+        let dir = self.session_dir(&id)?;
+        if dir.exists() {
+            return Err(Error::Exists(id));
+        }
+        let mut meta = match &header {
+            Some(h) => SessionMeta::from_header(h),
+            None => SessionMeta::new(id.clone(), now_ms()),
+        };
+        meta.id = id.clone();
+        if options.title.is_some() {
+            meta.title = options.title;
+        }
+        let sessions = self.root.join(SESSIONS_DIR);
+        let temp = sessions.join(format!("{TEMP_PREFIX}{}", new_id()));
+        let result = (|| -> Result<u64> {
+            let mut opts = self.config.session_options();
+            // The file's seqs are kept: chunks are never dropped on import.
+            opts.keep_raw_chunks = true;
+            opts.log.durability = crate::log::Durability::Os;
+            let session = Session::create(&temp, meta, opts)?;
+            let mut n = 0u64;
+            let header_lines = u64::from(header.is_some());
+            let mut pending = first;
+            loop {
+                let line = match pending.take() {
+                    Some(line) => line,
+                    None => match lines.next() {
+                        Some(line) => line?,
+                        None => break,
+                    },
+                };
+                let Line::Event(event) = line else {
+                    continue;
+                };
+                let (seq, time) = (event.seq, event.time);
+                session
+                    .append_draft(Draft {
+                        event,
+                        seq: Some(seq),
+                        time: Some(time),
+                    })
+                    .map_err(|e| at_line(seq + 1 + header_lines, e))?;
+                n += 1;
+                if n.is_multiple_of(4096) {
+                    progress(lines.bytes_read());
+                }
+            }
+            session.sync()?;
+            session.close()?;
+            Ok(n)
+        })();
+        let events = match result {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&temp);
+                return Err(e);
+            }
+        };
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(Error::Exists(id));
+        }
+        std::fs::rename(&temp, &dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&temp);
+            Error::io("rename", &temp, e)
+        })?;
+        std::fs::File::open(&sessions)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", &sessions, e))?;
+        progress(lines.bytes_read());
+        self.subscribers.send(&[StoreNotice::Created(id.clone())]);
+        Ok(ImportReport {
+            id,
+            events,
+            had_header: header.is_some(),
+        })
+    }
+}
+
+/// Removes folders of imports that never finished (a crash in the middle).
+pub(crate) fn remove_leftovers(sessions: &Path) -> Result<()> {
+    let rd = std::fs::read_dir(sessions).map_err(|e| Error::io("read directory", sessions, e))?;
+    for entry in rd.flatten() {
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+            let p = entry.path();
+            // An import still running holds its session's lock: leave it alone.
+            let Ok(lock) = crate::log::lock_dir(&p) else {
+                continue;
+            };
+            std::fs::remove_dir_all(&p).map_err(|e| Error::io("remove", &p, e))?;
+            drop(lock);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! The store: many sessions in one directory.
+//!
+//! ```text
+//! <store>/
+//!     agentlog.toml               configuration (optional; see StoreConfig)
+//!     sessions/<session-id>/      one session: session.json, segments, indexes, LOCK
+//! ```
+//!
+//! Create (unique, time-sortable ids), open, read, list with metadata, archive (appends are then
+//! refused) and unarchive, delete (hidden at once, removed for good by [`Store::gc`]), archive
+//! sessions idle longer than an age, import JSONL (all or nothing).
+//!
+//! ```
+//! use agentlog::store::{NewSession, Store};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::open(dir.path())?;
+//! let session = store.create(NewSession::default().title("demo"))?;
+//! let id = session.id();
+//! drop(session);
+//! let listed = store.list()?;
+//! assert_eq!(listed.len(), 1);
+//! assert_eq!(listed[0].id, id);
+//! assert_eq!(listed[0].title.as_deref(), Some("demo"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod config;
+mod import;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::event::Value;
+use crate::log;
+use crate::session::{
+    create_private_dir, new_id, now_ms, validate_id, OpenReport, Session, SessionMeta,
+    SessionReader, SessionState, Subscribers, META_FILE,
+};
+
+pub use config::{parse_size, StoreConfig, CONFIG_FILE};
+pub use import::{ImportOptions, ImportReport};
+
+/// The folder of the sessions inside a store.
+pub const SESSIONS_DIR: &str = "sessions";
+
+/// Something that happened to the store's sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreNotice {
+    /// A session was created (or imported).
+    Created(String),
+    /// A session was archived.
+    Archived(String),
+    /// A session was unarchived.
+    Unarchived(String),
+    /// A session was deleted (hidden; removed by the next garbage collection).
+    Deleted(String),
+    /// A deleted session's files were removed.
+    Removed(String),
+}
+
+/// What to create a session with.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    /// The id; a new unique, time-sortable one when `None`.
+    pub id: Option<String>,
+    /// A human title.
+    pub title: Option<String>,
+    /// The working directory of the agent.
+    pub cwd: Option<String>,
+    /// The agent's configuration, kept verbatim in `session.json`.
+    pub config: Option<Value>,
+}
+
+impl NewSession {
+    /// Sets the id.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the working directory.
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+}
+
+/// A session as listed: its metadata and what its log says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The id.
+    pub id: String,
+    /// The title.
+    pub title: Option<String>,
+    /// Active, archived (or deleted, when deleted sessions are listed).
+    pub state: SessionState,
+    /// Events in the log.
+    pub events: u64,
+    /// Bytes of the session's files.
+    pub bytes: u64,
+    /// Creation time, epoch milliseconds.
+    pub created_at: i64,
+    /// The time of the last event, epoch milliseconds.
+    pub last_event_time: Option<i64>,
+    /// The session it was forked from.
+    pub parent_session: Option<String>,
+    /// Events copied from the parent when forking.
+    pub seed_length: Option<u64>,
+}
+
+/// A directory of sessions.
+#[derive(Debug)]
+pub struct Store {
+    root: PathBuf,
+    config: StoreConfig,
+    subscribers: Subscribers<StoreNotice>,
+}
+
+impl Store {
+    /// Opens the store in `root`, creating its folders (mode 0700) when missing, and reads its
+    /// `agentlog.toml`.
+    pub fn open(root: impl AsRef<Path>) -> Result<Store> {
+        let root = root.as_ref().to_path_buf();
+        create_private_dir(&root.join(SESSIONS_DIR))?;
+        let config = StoreConfig::load(&root)?;
+        Ok(Store {
+            root,
+            config,
+            subscribers: Subscribers::new(),
+        })
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The configuration read from `agentlog.toml`.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Replaces the configuration used from now on (the file is not changed).
+    pub fn set_config(&mut self, config: StoreConfig) {
+        self.config = config;
+    }
+
+    /// Receives the store's notices (created, archived, unarchived, deleted, removed).
+    pub fn subscribe(&self) -> Receiver<StoreNotice> {
+        self.subscribers.subscribe()
+    }
+
+    /// The directory of session `id` (the id is checked: never a path).
+    pub fn session_dir(&self, id: &str) -> Result<PathBuf> {
+        validate_id(id)?;
+        Ok(self.root.join(SESSIONS_DIR).join(id))
+    }
+
+    fn existing_dir(&self, id: &str) -> Result<PathBuf> {
+        let dir = self.session_dir(id)?;
+        if dir.join(META_FILE).is_file() {
+            Ok(dir)
+        } else {
+            Err(Error::NotFound(id.to_string()))
+        }
+    }
+
+    /// Creates a new session.
+    pub fn create(&self, new: NewSession) -> Result<Session> {
+        let id = match new.id {
+            Some(id) => id,
+            None => new_id(),
+        };
+        let dir = self.session_dir(&id)?;
+        if dir.exists() {
+            return Err(Error::Exists(id));
+        }
+        let mut meta = SessionMeta::new(id.clone(), now_ms());
+        meta.title = new.title;
+        meta.cwd = new.cwd;
+        meta.config = new.config;
+        let session = Session::create(&dir, meta, self.config.session_options())?;
+        self.subscribers.send(&[StoreNotice::Created(id)]);
+        Ok(session)
+    }
+
+    /// Opens session `id` for writing (recovering it after a crash as the configuration allows).
+    pub fn open_session(&self, id: &str) -> Result<(Session, OpenReport)> {
+        let dir = self.existing_dir(id)?;
+        Session::open(dir, self.config.session_options())
+    }
+
+    /// Opens session `id` for reading (works while a writer appends).
+    pub fn reader(&self, id: &str) -> Result<SessionReader> {
+        SessionReader::open(self.existing_dir(id)?)
+    }
+
+    /// The ids of the sessions (deleted ones too when `deleted`), sorted.
+    pub fn ids(&self, deleted: bool) -> Result<Vec<String>> {
+        let dir = self.root.join(SESSIONS_DIR);
+        let rd = std::fs::read_dir(&dir).map_err(|e| Error::io("read directory", &dir, e))?;
+        let mut ids = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if validate_id(&name).is_err() || !entry.path().join(META_FILE).is_file() {
+                continue;
+            }
+            if !deleted {
+                match SessionMeta::load(&entry.path()) {
+                    Ok(m) if m.state == SessionState::Deleted => continue,
+                    _ => {}
+                }
+            }
+            ids.push(name);
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// What is known of session `id` (metadata, events, bytes, last event time).
+    pub fn info(&self, id: &str) -> Result<SessionInfo> {
+        let r = self.reader(id)?;
+        let m = r.meta();
+        Ok(SessionInfo {
+            id: m.id.clone(),
+            title: m.title.clone(),
+            state: m.state,
+            events: r.len(),
+            bytes: r.bytes_on_disk(),
+            created_at: m.created_at,
+            last_event_time: r.last_event_time()?,
+            parent_session: m.parent_session.clone(),
+            seed_length: m.seed_length,
+        })
+    }
+
+    /// The sessions that are not deleted, with their metadata, sorted by id (so by creation time
+    /// for generated ids).
+    pub fn list(&self) -> Result<Vec<SessionInfo>> {
+        self.ids(false)?.iter().map(|id| self.info(id)).collect()
+    }
+
+    /// Changes the state in `session.json` under the session's lock (so no writer is active).
+    fn set_state(&self, id: &str, state: SessionState) -> Result<()> {
+        let dir = self.existing_dir(id)?;
+        let _lock = log::lock_dir(&dir)?;
+        let mut meta = SessionMeta::load(&dir)?;
+        meta.state = state;
+        meta.save(&dir)
+    }
+
+    /// Archives session `id`: it stays readable, appends are refused until it is unarchived.
+    /// Fails while a writer has it open.
+    pub fn archive(&self, id: &str) -> Result<()> {
+        self.set_state(id, SessionState::Archived)?;
+        self.subscribers
+            .send(&[StoreNotice::Archived(id.to_string())]);
+        Ok(())
+    }
+
+    /// Makes an archived session writable again.
+    pub fn unarchive(&self, id: &str) -> Result<()> {
+        self.set_state(id, SessionState::Active)?;
+        self.subscribers
+            .send(&[StoreNotice::Unarchived(id.to_string())]);
+        Ok(())
+    }
+
+    /// Deletes session `id`: hidden from listings at once, its files removed by [`Store::gc`].
+    pub fn delete(&self, id: &str) -> Result<()> {
+        self.set_state(id, SessionState::Deleted)?;
+        self.subscribers
+            .send(&[StoreNotice::Deleted(id.to_string())]);
+        Ok(())
+    }
+
+    /// Garbage collection: removes the files of deleted sessions (and what an interrupted import
+    /// left behind). Returns the ids removed; a deleted session with a writer open is skipped.
+    pub fn gc(&self) -> Result<Vec<String>> {
+        let sessions = self.root.join(SESSIONS_DIR);
+        let mut removed = Vec::new();
+        for id in self.ids(true)? {
+            let dir = sessions.join(&id);
+            if SessionMeta::load(&dir)?.state != SessionState::Deleted {
+                continue;
+            }
+            let Ok(lock) = log::lock_dir(&dir) else {
+                continue;
+            };
+            std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+            drop(lock);
+            self.subscribers.send(&[StoreNotice::Removed(id.clone())]);
+            removed.push(id);
+        }
+        import::remove_leftovers(&sessions)?;
+        Ok(removed)
+    }
+
+    /// Archives every active session whose last event (or creation, when it has none) is older
+    /// than `age`. Returns the ids archived; sessions with a writer open are skipped.
+    pub fn archive_idle(&self, age: Duration) -> Result<Vec<String>> {
+        let cutoff = now_ms().saturating_sub(age.as_millis() as i64);
+        let mut archived = Vec::new();
+        for info in self.list()? {
+            if info.state != SessionState::Active {
+                continue;
+            }
+            if info.last_event_time.unwrap_or(info.created_at) >= cutoff {
+                continue;
+            }
+            match self.archive(&info.id) {
+                Ok(()) => archived.push(info.id),
+                Err(Error::Log(log::Error::Locked { .. })) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(archived)
+    }
+}
