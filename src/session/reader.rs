@@ -196,7 +196,7 @@ impl SessionReader {
         if header {
             w.write_header(&self.meta.to_header()).map_err(io)?;
         }
-        let mut n = 0;
+        let mut n = 0u64;
         for event in self.events() {
             w.write_archived(event?).map_err(io)?;
             n += 1;
