@@ -150,7 +150,8 @@ fn bench_append(c: &mut Criterion, name: &str, bytes: usize) {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(1));
     group.sampling_mode(SamplingMode::Flat);
-    let cases: Vec<(&str, Box<dyn Fn() -> Box<dyn Sink>>)> = vec![
+    type MakeSink = Box<dyn Fn() -> Box<dyn Sink>>;
+    let cases: Vec<(&str, MakeSink)> = vec![
         (
             "agentlog/os",
             Box::new(|| Box::new(LogSink::new(Durability::Os))),
