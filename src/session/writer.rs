@@ -350,16 +350,17 @@ impl Session {
         // Encode every event into one buffer, each archive 16-byte aligned.
         let buf = &mut inner.buf;
         buf.clear();
-        let mut starts = Vec::with_capacity(events.len() + 1);
+        let mut spans = Vec::with_capacity(events.len());
         for e in &events {
             let start = encode_event(e, buf).map_err(|source| Error::Archive {
                 seq: Some(e.seq),
                 source,
             })?;
-            starts.push(start);
+            // An archive ends where it was written up to: its root sits at its very end, so the
+            // padding before the next archive must not be part of it.
+            spans.push(start..buf.len());
         }
-        starts.push(buf.len());
-        let payloads: Vec<&[u8]> = starts.windows(2).map(|w| &buf[w[0]..w[1]]).collect();
+        let payloads: Vec<&[u8]> = spans.iter().map(|r| &buf[r.clone()]).collect();
         let range = if let [one] = payloads.as_slice() {
             self.log
                 .append_with(one, Durability::Os)
