@@ -29,6 +29,9 @@ pub(crate) enum Fault {
     SeqMismatch { expected: u64, found: u64 },
     /// The checksum does not match.
     Checksum { expected: u32, got: u32 },
+    /// The records end (the file ends, or zero bytes follow) before `claimed`, where the index
+    /// header says the complete (closed, sealed) or synced records reach.
+    EndsEarly { claimed: u64 },
 }
 
 impl Fault {
@@ -43,6 +46,9 @@ impl Fault {
                 CorruptionKind::SeqMismatch { expected, found }
             }
             Fault::Checksum { expected, got } => CorruptionKind::ChecksumMismatch { expected, got },
+            Fault::EndsEarly { claimed } => CorruptionKind::Truncated(format!(
+                "the records end here, but the index says they reach byte offset {claimed}"
+            )),
         }
     }
 }
