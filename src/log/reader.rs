@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-use super::error::{Error, Result};
+use super::error::{CorruptionKind, Error, Result};
 use super::format::{self, IndexState, LogId, HEADER_SIZE};
 use super::recovery;
 use super::segment::{self, check_record, SegmentView};
@@ -227,6 +227,23 @@ impl LogReader {
         }
     }
 
+    /// A segment of another log (its records validate against their own log id) is damage, not
+    /// data: the first segment defines the log, as when a writer opens it.
+    fn check_ours(&self, view: &SegmentView, seq: u64) -> Result<()> {
+        match self.segments.first() {
+            Some(first) if first.header.log_id != view.header.log_id => Err(Error::corrupt(
+                &view.path,
+                24,
+                Some(seq),
+                CorruptionKind::ForeignSegment {
+                    expected: first.header.log_id.to_string(),
+                    found: view.header.log_id.to_string(),
+                },
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn segment_for(&self, seq: u64) -> Option<usize> {
         let k = self.segments.partition_point(|s| s.header.base_seq <= seq);
         k.checked_sub(1)
@@ -241,6 +258,7 @@ impl LogReader {
             .segment_for(seq)
             .ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
         let view = &self.segments[k];
+        self.check_ours(view, seq)?;
         let i = seq - view.header.base_seq;
         match view.record(i) {
             Ok(found) => Ok(Record {
@@ -406,6 +424,10 @@ impl<'a> Iterator for Iter<'a> {
                 }));
             };
             let view = &segments[k];
+            if let Err(e) = self.reader.check_ours(view, self.seq) {
+                self.seq = self.end;
+                return Some(Err(e));
+            }
             let i = self.seq - view.header.base_seq;
             self.seg = k;
             self.offset = if i == 0 {
