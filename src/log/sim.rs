@@ -12,6 +12,9 @@
 //! real files (a file whose name was never made durable disappears), and refuses every later
 //! operation with `EIO`. Reopening the log with the normal [`OsStorage`] then shows what survives.
 //!
+//! Syncs through the simulation do not reach the disk (no fdatasync is made): what is durable is
+//! what the simulation records, which keeps tests fast.
+//!
 //! The same type injects failures: [`SimStorage::fail`] makes the N-th operation of a kind
 //! (write, allocate, sync, …) fail with a chosen OS error, once or from then on, for example
 //! `ENOSPC` (a full disk, [`ENOSPC`]) or `EIO` (a failed fdatasync, [`EIO`]).
@@ -461,7 +464,6 @@ impl Storage for SimStorage {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut s = self.lock();
         s.count(OpKind::SyncDir)?;
-        self.inner.sync_dir(dir)?;
         let in_dir = |p: &Path| p.parent() == Some(dir);
         s.durable.retain(|p, _| !in_dir(p));
         let now: Vec<(PathBuf, usize)> = s
@@ -543,7 +545,6 @@ impl StorageFile for SimFile {
     fn syncer(&self) -> Arc<dyn Syncer> {
         Arc::new(SimSyncer {
             id: self.id,
-            inner: self.file.syncer(),
             state: Arc::clone(&self.state),
         })
     }
@@ -551,7 +552,6 @@ impl StorageFile for SimFile {
 
 struct SimSyncer {
     id: usize,
-    inner: Arc<dyn Syncer>,
     state: Arc<Mutex<State>>,
 }
 
@@ -564,7 +564,7 @@ impl Syncer for SimSyncer {
             s.count(OpKind::Sync)?;
             s.files[self.id].pending.len()
         };
-        self.inner.sync_data()?;
+        // No real fdatasync: durability is what this simulation records, and tests stay fast.
         let mut s = lock(&self.state);
         if s.dead {
             return Err(io::Error::other("the simulated power is off"));
