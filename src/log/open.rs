@@ -418,6 +418,8 @@ fn reopen_active(
         count: plan.count,
         end: plan.end,
         synced_end: plan.end,
+        dirty_to: 0,
+        dirty_entries_to: 0,
         view: Arc::new(view),
         seg_path,
         idx_path,
