@@ -126,10 +126,9 @@ impl Active {
             .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
         self.sync_segment()?;
         self.synced_end = self.end;
+        // The index is not trimmed: readers in other processes may have it mapped and look at
+        // the entry after the last record (a page beyond the end of a file is SIGBUS).
         self.write_index_header(state)?;
-        self.idx
-            .set_len(format::index_entry_offset(self.count))
-            .map_err(|e| Error::io("trim index", &self.idx_path, e))?;
         self.sync_index()
     }
 }
@@ -435,6 +434,7 @@ impl Inner {
             a.idx
                 .allocate(target)
                 .map_err(|e| Error::io("allocate index", &a.idx_path, e))?;
+            a.view.set_index_readable(target);
         }
         let mut at = a.end;
         let mut offsets = Vec::with_capacity(payloads.len());
