@@ -329,8 +329,7 @@ impl SegmentView {
 
     /// The index header, when the index is present and its header valid.
     pub(crate) fn index_header(&self) -> Option<IndexHeader> {
-        let (_, m) = self.index.as_ref()?;
-        let h = IndexHeader::decode(m.get(..HEADER_SIZE)?).ok()?;
+        let h = IndexHeader::decode(self.index_bytes()?.get(..HEADER_SIZE)?).ok()?;
         (h.base_seq == self.header.base_seq && h.log_id == self.header.log_id).then_some(h)
     }
 
