@@ -205,6 +205,20 @@ impl LogReader {
                 self.len = fresh.len;
                 return Ok(());
             };
+            let last = if last.has_fallback() {
+                // Found by scanning (no usable index when it was opened): scan again, from a
+                // fresh view, or the reader would never see the records appended since.
+                let view = Arc::new(SegmentView::open(dir, last.header.base_seq)?);
+                let count = last_segment_count(&view);
+                let mut list = Vec::clone(&self.segments);
+                list.pop();
+                list.push(Arc::clone(&view));
+                self.segments = Arc::new(list);
+                self.len = self.len.max(view.header.base_seq + count);
+                view
+            } else {
+                last
+            };
             last.refresh_len();
             let base = last.header.base_seq;
             let mut i = self.len - base;

@@ -397,6 +397,9 @@ impl SegmentView {
         if lo == 0 {
             return Some(0);
         }
+        // The entry was written after its record, and the record after the file grew: the
+        // file's length read now covers it (the length read when the view was opened may not).
+        self.refresh_len();
         self.record(lo - 1).ok().map(|_| lo)
     }
 
