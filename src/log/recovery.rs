@@ -328,8 +328,9 @@ fn plan_segment(
         }
     };
     // A full check that found the index right keeps it.
-    let index_right =
-        damage.is_none() && trusted.is_some_and(|h| h.count == count && h.end == s.end);
+    let index_right = damage.is_none()
+        && trusted.is_some_and(|h| h.count == count && h.end == s.end)
+        && view.index_entries_match(&s.offsets);
     let plan = SegmentPlan {
         count,
         end: s.end,

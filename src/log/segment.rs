@@ -340,12 +340,27 @@ impl SegmentView {
     /// The offset of the record `i` of this segment, from the index (or the scanned fallback).
     pub(crate) fn offset_of(&self, i: u64) -> Option<u64> {
         if let Some(offsets) = self.fallback.get() {
-            return offsets.get(usize::try_from(i).ok()?).map(|&o| u64::from(o));
+            if let Some(&o) = offsets.get(usize::try_from(i).ok()?) {
+                return Some(u64::from(o));
+            }
+            // Records appended after the scan (the active segment) are found by the index,
+            // which the writer keeps writing.
         }
         let m = self.index_bytes()?;
         let entry = format::index_entry(m, i)?;
         std::sync::atomic::fence(Ordering::Acquire);
         (entry != 0).then_some(u64::from(entry))
+    }
+
+    /// True when the index names exactly these offsets for its first records.
+    pub(crate) fn index_entries_match(&self, offsets: &[u32]) -> bool {
+        let Some(m) = self.index_bytes() else {
+            return false;
+        };
+        offsets
+            .iter()
+            .enumerate()
+            .all(|(i, &o)| format::index_entry(m, i as u64) == Some(o))
     }
 
     /// Replaces the index by offsets found by scanning (the index is missing or damaged).

@@ -9,8 +9,16 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::Arc;
 
+use agentlog::log::sim::SimStorage;
 use agentlog::log::{Durability, Log, LogReader, Options, RecoveryMode};
+
+/// The normal file I/O without fdatasync (the simulation only records what a sync would make
+/// durable): these checks are about what opening and reading do, and fuzzing needs speed.
+fn fast_storage() -> Arc<SimStorage> {
+    Arc::new(SimStorage::new())
+}
 
 /// Reads at most this many records per check (inputs are small; this bounds the run time).
 const READ_LIMIT: u64 = 4096;
@@ -109,7 +117,8 @@ pub fn segment_decode(data: &[u8]) {
             .preallocate(4 << 10)
             .max_event_size(4 << 10)
             .payload_schema(schema)
-            .recovery(mode);
+            .recovery(mode)
+            .storage(fast_storage());
         if let Ok((log, _)) = Log::open(&dir, opts) {
             let len = log.len();
             read_everything(&log.reader());
@@ -162,6 +171,7 @@ fn model_opts() -> Options {
         .segment_size(2 << 10)
         .preallocate(1 << 10)
         .max_event_size(2 << 10)
+        .storage(fast_storage())
 }
 
 fn check_equal(log: &Log, model: &[Vec<u8>], full: bool) {
