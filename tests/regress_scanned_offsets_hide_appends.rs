@@ -35,10 +35,8 @@ fn appends_after_a_damaged_index_entry_are_readable() {
             [9u8; 40],
             "{mode:?}"
         );
-        assert_eq!(
-            r.get(seq).unwrap_err().to_string().contains("out of range"),
-            true
-        );
+        // The reader taken before the append does not see it (a snapshot), and says so.
+        assert!(r.get(seq).unwrap_err().to_string().contains("out of range"));
         if mode == RecoveryMode::Strict {
             assert_eq!(report.indexes_rebuilt, vec![idx.clone()], "{mode:?}");
         }

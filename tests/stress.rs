@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -135,12 +135,10 @@ fn eight_threads_append_sync_and_read_one_log() {
                         check_tagged(rec.payload);
                     }
                     let from = rng.below(len);
-                    let mut next = from;
-                    for rec in reader.range(from..).take(200) {
+                    for (next, rec) in (from..).zip(reader.range(from..).take(200)) {
                         let rec = rec.unwrap_or_else(|e| panic!("iter at {next}: {e}"));
                         assert_eq!(rec.seq, next);
                         check_tagged(rec.payload);
-                        next += 1;
                     }
                 }
                 rounds += 1;
@@ -218,7 +216,7 @@ fn child_read_while_written() {
             next += 1;
         }
         assert_eq!(next, len);
-        if next > 0 && rounds % 7 == 0 {
+        if next > 0 && rounds.is_multiple_of(7) {
             // Random access into what is published.
             let seq = (rounds * 7919) % next;
             check_tagged(reader.get(seq).unwrap().payload);
@@ -233,7 +231,7 @@ fn a_reader_in_another_process_during_writes() {
     let scale = common::env_count("AGENTLOG_STRESS_ITERS", 1);
     let target = 20_000 * scale;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "child_read_while_written",

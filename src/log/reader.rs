@@ -113,8 +113,10 @@ impl Clone for LogReader {
 
 impl LogReader {
     pub(crate) fn attached(shared: Arc<Shared>) -> LogReader {
-        let segments = shared.snapshot();
+        // The length first: the writer adds a segment to the list before it publishes records
+        // in it, so the list taken after the length holds every record the length counts.
         let len = shared.published.load(Ordering::SeqCst);
+        let segments = shared.snapshot();
         LogReader {
             source: Source::Attached(shared),
             segments,

@@ -34,7 +34,11 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 /// Splits a `segment_decode` input: a flags byte (bit 0: an index file follows; bit 1: name
 /// the segment after the base seq in its header, else 0), then, with an index, the segment's
 /// length (u16 LE), the segment bytes and the index bytes.
-pub fn split_segment_input(data: &[u8]) -> Option<(u8, &[u8], Option<&[u8]>)> {
+/// A `segment_decode` input: flags, segment bytes, index bytes.
+pub type SegmentInput<'a> = (u8, &'a [u8], Option<&'a [u8]>);
+
+/// Splits a `segment_decode` input (see [`split_segment_input`]'s format above).
+pub fn split_segment_input(data: &[u8]) -> Option<SegmentInput<'_>> {
     let (&flags, rest) = data.split_first()?;
     if flags & 1 == 0 {
         return Some((flags, rest, None));
