@@ -11,7 +11,7 @@
 //! - readers never return a wrong payload: each item is the right payload or an error naming
 //!   the segment and offset.
 //!
-//! `AGENTLOG_CORRUPTION_ITERS` sets the number of random flips per log (default 150);
+//! `AGENTLOG_CORRUPTION_ITERS` sets the number of random flips per log (default 80);
 //! `AGENTLOG_SEED` replays a run.
 
 mod common;
@@ -352,7 +352,7 @@ fn default_cut_is_reported(src: &Path, work: &Path, d: &Where, what: &str) {
 }
 
 fn flip_bits(variant: &str, abandon: bool) {
-    let iters = common::env_count("AGENTLOG_CORRUPTION_ITERS", 150);
+    let iters = common::env_count("AGENTLOG_CORRUPTION_ITERS", 80);
     let mut rng = Rng(common::seed(0xf11b) ^ u64::from(abandon));
     let base = tempfile::tempdir().unwrap();
     let orig = base.path().join("orig");
