@@ -49,6 +49,7 @@ mod options;
 mod reader;
 mod recovery;
 mod segment;
+pub mod sim;
 mod writer;
 
 pub use error::{Corruption, CorruptionKind, Error, Result};

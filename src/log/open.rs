@@ -333,9 +333,17 @@ fn write_index(
     for o in offsets {
         bytes.extend_from_slice(&o.to_le_bytes());
     }
-    idx.set_len(0)
-        .and_then(|()| idx.allocate(bytes.len() as u64))
+    // Never shrink an index file: a reader may have it mapped (a page beyond the end of a file
+    // is SIGBUS). Grow it, write it, and zero the stale entries after the new ones.
+    let old_len = idx.len();
+    idx.allocate(bytes.len() as u64)
         .and_then(|()| idx.write_at(0, &bytes))
+        .and_then(|()| {
+            idx.zero_range(
+                bytes.len() as u64,
+                old_len.saturating_sub(bytes.len() as u64),
+            )
+        })
         .map_err(|e| Error::io("write index", &path, e))?;
     idx.syncer()
         .sync_data()
@@ -418,6 +426,8 @@ fn reopen_active(
         count: plan.count,
         end: plan.end,
         synced_end: plan.end,
+        dirty_to: 0,
+        dirty_entries_to: 0,
         view: Arc::new(view),
         seg_path,
         idx_path,

@@ -48,9 +48,10 @@ pub enum RecoveryMode {
 pub struct Options {
     /// Create the log directory and its first segment when missing. Default: `true`.
     pub create: bool,
-    /// Size at which a segment is sealed and a new one started, in bytes: a record that would take
-    /// the segment past this size goes to a new segment (a record larger than this gets a segment
-    /// of its own). Between 1 KiB and 4 GiB − 1. Default: 64 MiB.
+    /// Size at which a segment is sealed and a new one started, in bytes: a record (or a batch:
+    /// the records of one `append_batch` always share a segment) that would take the segment past
+    /// this size goes to a new segment (a record or batch larger than this gets a segment of its
+    /// own). Between 1 KiB and 4 GiB − 1. Default: 64 MiB.
     pub segment_size: u64,
     /// The largest payload accepted, in bytes; a larger one is refused with
     /// [`Error::EventTooLarge`] and nothing is written. At most 1 GiB. Default: 16 MiB.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-use super::error::{Error, Result};
+use super::error::{CorruptionKind, Error, Result};
 use super::format::{self, IndexState, LogId, HEADER_SIZE};
 use super::recovery;
 use super::segment::{self, check_record, SegmentView};
@@ -113,8 +113,10 @@ impl Clone for LogReader {
 
 impl LogReader {
     pub(crate) fn attached(shared: Arc<Shared>) -> LogReader {
-        let segments = shared.snapshot();
+        // The length first: the writer adds a segment to the list before it publishes records
+        // in it, so the list taken after the length holds every record the length counts.
         let len = shared.published.load(Ordering::SeqCst);
+        let segments = shared.snapshot();
         LogReader {
             source: Source::Attached(shared),
             segments,
@@ -205,6 +207,20 @@ impl LogReader {
                 self.len = fresh.len;
                 return Ok(());
             };
+            let last = if last.has_fallback() {
+                // Found by scanning (no usable index when it was opened): scan again, from a
+                // fresh view, or the reader would never see the records appended since.
+                let view = Arc::new(SegmentView::open(dir, last.header.base_seq)?);
+                let count = last_segment_count(&view);
+                let mut list = Vec::clone(&self.segments);
+                list.pop();
+                list.push(Arc::clone(&view));
+                self.segments = Arc::new(list);
+                self.len = self.len.max(view.header.base_seq + count);
+                view
+            } else {
+                last
+            };
             last.refresh_len();
             let base = last.header.base_seq;
             let mut i = self.len - base;
@@ -227,6 +243,23 @@ impl LogReader {
         }
     }
 
+    /// A segment of another log (its records validate against their own log id) is damage, not
+    /// data: the first segment defines the log, as when a writer opens it.
+    fn check_ours(&self, view: &SegmentView, seq: u64) -> Result<()> {
+        match self.segments.first() {
+            Some(first) if first.header.log_id != view.header.log_id => Err(Error::corrupt(
+                &view.path,
+                24,
+                Some(seq),
+                CorruptionKind::ForeignSegment {
+                    expected: first.header.log_id.to_string(),
+                    found: view.header.log_id.to_string(),
+                },
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn segment_for(&self, seq: u64) -> Option<usize> {
         let k = self.segments.partition_point(|s| s.header.base_seq <= seq);
         k.checked_sub(1)
@@ -241,6 +274,7 @@ impl LogReader {
             .segment_for(seq)
             .ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
         let view = &self.segments[k];
+        self.check_ours(view, seq)?;
         let i = seq - view.header.base_seq;
         match view.record(i) {
             Ok(found) => Ok(Record {
@@ -406,6 +440,10 @@ impl<'a> Iterator for Iter<'a> {
                 }));
             };
             let view = &segments[k];
+            if let Err(e) = self.reader.check_ours(view, self.seq) {
+                self.seq = self.end;
+                return Some(Err(e));
+            }
             let i = self.seq - view.header.base_seq;
             self.seg = k;
             self.offset = if i == 0 {

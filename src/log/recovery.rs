@@ -273,7 +273,16 @@ fn plan_segment(
         Some(h) => u64::from(h.synced_end),
         None => 0,
     };
-    let damage = match s.stop {
+    // Records that end before the index header says they reach (a closed or sealed segment's
+    // end, an open one's synced end) were lost after they were complete: zeroed or truncated.
+    let stop = match s.stop {
+        Some((offset, Fault::Zero)) if offset < synced => {
+            Some((offset, Fault::EndsEarly { claimed: synced }))
+        }
+        None if s.end < synced => Some((s.end, Fault::EndsEarly { claimed: synced })),
+        other => other,
+    };
+    let damage = match stop {
         None => None,
         Some((offset, fault)) => {
             let seq = base + count;
@@ -281,12 +290,18 @@ fn plan_segment(
             let nonzero_end = segment::has_nonzero(data, offset);
             // A record that is complete but fails its checksum is damage a crash cannot explain
             // when it lies in the synced part; an incomplete or zero record is a torn tail.
-            let complete_but_bad = !matches!(fault, Fault::Zero | Fault::Incomplete { .. });
-            let class = if fault == Fault::Zero && after.is_none() && nonzero_end.is_none() {
+            let complete_but_bad = !matches!(
+                fault,
+                Fault::Zero | Fault::Incomplete { .. } | Fault::EndsEarly { .. }
+            );
+            let ends = matches!(fault, Fault::Zero | Fault::EndsEarly { .. });
+            let class = if ends && after.is_none() && nonzero_end.is_none() {
                 // A clean end of the records. In a sealed segment it must hold every record up
-                // to the next segment's base.
+                // to the next segment's base; in the last one, every record the index header
+                // says was complete (a loss there is cut like a torn tail, and reported).
                 match next_base {
                     Some(n) if n != seq => Some(DamageClass::Corruption),
+                    None if matches!(fault, Fault::EndsEarly { .. }) => Some(DamageClass::TornTail),
                     _ => None,
                 }
             } else if !is_last || after.is_some() || (complete_but_bad && offset < synced) {
@@ -313,8 +328,9 @@ fn plan_segment(
         }
     };
     // A full check that found the index right keeps it.
-    let index_right =
-        damage.is_none() && trusted.is_some_and(|h| h.count == count && h.end == s.end);
+    let index_right = damage.is_none()
+        && trusted.is_some_and(|h| h.count == count && h.end == s.end)
+        && view.index_entries_match(&s.offsets);
     let plan = SegmentPlan {
         count,
         end: s.end,

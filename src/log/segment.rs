@@ -29,6 +29,9 @@ pub(crate) enum Fault {
     SeqMismatch { expected: u64, found: u64 },
     /// The checksum does not match.
     Checksum { expected: u32, got: u32 },
+    /// The records end (the file ends, or zero bytes follow) before `claimed`, where the index
+    /// header says the complete (closed, sealed) or synced records reach.
+    EndsEarly { claimed: u64 },
 }
 
 impl Fault {
@@ -43,6 +46,9 @@ impl Fault {
                 CorruptionKind::SeqMismatch { expected, found }
             }
             Fault::Checksum { expected, got } => CorruptionKind::ChecksumMismatch { expected, got },
+            Fault::EndsEarly { claimed } => CorruptionKind::Truncated(format!(
+                "the records end here, but the index says they reach byte offset {claimed}"
+            )),
         }
     }
 }
@@ -220,6 +226,10 @@ pub(crate) struct SegmentView {
     fallback: OnceLock<Vec<u32>>,
     /// Bytes of the file that may be touched (the file never shrinks below published records).
     readable: AtomicU64,
+    /// Bytes of the index file that may be touched: the map is larger than the file, and a page
+    /// beyond the file's end must never be read (SIGBUS). The writer never shrinks an index
+    /// file that readers may have mapped.
+    index_readable: AtomicU64,
 }
 
 impl SegmentView {
@@ -247,10 +257,12 @@ impl SegmentView {
         let map = mmap::map_read(&file, header.capacity.max(len))
             .map_err(|e| Error::io("map segment", &path, e))?;
         let idx_path = dir.join(format::index_file_name(base_seq));
+        let mut index_len = 0;
         let index = File::open(&idx_path).ok().and_then(|f| {
             let len = f.metadata().ok()?.len();
             let cap = index_capacity(header.capacity).max(len);
             let m = mmap::map_read(&f, cap).ok()?;
+            index_len = len;
             Some((f, m))
         });
         let check = RecordCheck {
@@ -267,6 +279,7 @@ impl SegmentView {
             index,
             fallback: OnceLock::new(),
             readable: AtomicU64::new(len),
+            index_readable: AtomicU64::new(index_len),
         })
     }
 
@@ -294,31 +307,60 @@ impl SegmentView {
         if let Ok(m) = self.file.metadata() {
             self.set_readable(m.len());
         }
+        if let Some(m) = self.index.as_ref().and_then(|(f, _)| f.metadata().ok()) {
+            self.set_index_readable(m.len());
+        }
+    }
+
+    /// Sets how many bytes of the index may be read (the writer grew the index file).
+    pub(crate) fn set_index_readable(&self, len: u64) {
+        self.index_readable.fetch_max(len, Ordering::AcqRel);
+    }
+
+    /// The bytes of the index file that may be read now.
+    fn index_bytes(&self) -> Option<&[u8]> {
+        let (_, m) = self.index.as_ref()?;
+        let n = self
+            .index_readable
+            .load(Ordering::Acquire)
+            .min(m.len() as u64);
+        Some(&m[..n as usize])
     }
 
     /// The index header, when the index is present and its header valid.
     pub(crate) fn index_header(&self) -> Option<IndexHeader> {
-        let (_, m) = self.index.as_ref()?;
-        let h = IndexHeader::decode(m.get(..HEADER_SIZE)?).ok()?;
+        let h = IndexHeader::decode(self.index_bytes()?.get(..HEADER_SIZE)?).ok()?;
         (h.base_seq == self.header.base_seq && h.log_id == self.header.log_id).then_some(h)
     }
 
     fn index_len(&self) -> u64 {
-        self.index
-            .as_ref()
-            .and_then(|(f, _)| f.metadata().ok())
-            .map_or(0, |m| m.len())
+        self.index_bytes().map_or(0, |b| b.len() as u64)
     }
 
     /// The offset of the record `i` of this segment, from the index (or the scanned fallback).
     pub(crate) fn offset_of(&self, i: u64) -> Option<u64> {
         if let Some(offsets) = self.fallback.get() {
-            return offsets.get(usize::try_from(i).ok()?).map(|&o| u64::from(o));
+            if let Some(&o) = offsets.get(usize::try_from(i).ok()?) {
+                return Some(u64::from(o));
+            }
+            // Records appended after the scan (the active segment) are found by the index,
+            // which the writer keeps writing.
         }
-        let (_, m) = self.index.as_ref()?;
+        let m = self.index_bytes()?;
         let entry = format::index_entry(m, i)?;
         std::sync::atomic::fence(Ordering::Acquire);
         (entry != 0).then_some(u64::from(entry))
+    }
+
+    /// True when the index names exactly these offsets for its first records.
+    pub(crate) fn index_entries_match(&self, offsets: &[u32]) -> bool {
+        let Some(m) = self.index_bytes() else {
+            return false;
+        };
+        offsets
+            .iter()
+            .enumerate()
+            .all(|(i, &o)| format::index_entry(m, i as u64) == Some(o))
     }
 
     /// Replaces the index by offsets found by scanning (the index is missing or damaged).
@@ -356,9 +398,8 @@ impl SegmentView {
     /// Counts the records an open (being written) index names, by binary search for the first
     /// zero entry, and checks the last one. `None` when the index cannot be trusted.
     pub(crate) fn count_by_index(&self) -> Option<u64> {
-        let (_, m) = self.index.as_ref()?;
-        let entries = (self.index_len().min(m.len() as u64)).checked_sub(HEADER_SIZE as u64)?
-            / INDEX_ENTRY_SIZE as u64;
+        let m = self.index_bytes()?;
+        let entries = (m.len() as u64).checked_sub(HEADER_SIZE as u64)? / INDEX_ENTRY_SIZE as u64;
         let (mut lo, mut hi) = (0u64, entries);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -371,6 +412,9 @@ impl SegmentView {
         if lo == 0 {
             return Some(0);
         }
+        // The entry was written after its record, and the record after the file grew: the
+        // file's length read now covers it (the length read when the view was opened may not).
+        self.refresh_len();
         self.record(lo - 1).ok().map(|_| lo)
     }
 

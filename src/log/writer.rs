@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::error::{Error, Result};
 use super::format::{
     self, IndexHeader, IndexState, LogId, RecordHeader, SegmentHeader, HEADER_SIZE,
-    INDEX_ENTRY_SIZE, RECORD_HEADER_SIZE,
+    RECORD_HEADER_SIZE,
 };
 use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
@@ -34,6 +34,11 @@ pub(crate) struct Active {
     pub count: u64,
     pub end: u64,
     pub synced_end: u64,
+    /// Bytes after `end` up to here may hold a failed append's bytes: zeroed before the next
+    /// record is written (a stale valid record there must never reappear).
+    pub dirty_to: u64,
+    /// The same for index entries (a byte offset in the index file).
+    pub dirty_entries_to: u64,
     pub view: Arc<SegmentView>,
     pub seg_path: PathBuf,
     pub idx_path: PathBuf,
@@ -70,6 +75,48 @@ impl Active {
             .map_err(|e| Error::io("fdatasync", &self.idx_path, e))
     }
 
+    /// Writes one record (payload and padding, then the header) at `at`, without its index entry.
+    fn put_record(&mut self, at: u64, i: u64, payload: &[u8]) -> std::io::Result<()> {
+        let size = format::record_size(payload.len() as u64);
+        let payload_at = at + RECORD_HEADER_SIZE as u64;
+        self.seg.write_at(payload_at, payload)?;
+        let pad = (size - RECORD_HEADER_SIZE as u64) as usize - payload.len();
+        if pad > 0 {
+            self.seg
+                .write_at(payload_at + payload.len() as u64, &[0u8; 16][..pad])?;
+        }
+        // The header goes last: a crash before it leaves a zero header, the end of the records.
+        fence(Ordering::Release);
+        let header = RecordHeader::encode(self.seed, i as u32, payload);
+        self.seg.write_at(at, &header)
+    }
+
+    /// Takes back a failed append: the segment bytes from `end` to `to` and the index entries
+    /// from `count` to `entries` are zeroed now, or before the next record is written.
+    fn take_back(&mut self, to: u64, entries: u64) {
+        self.dirty_to = self.dirty_to.max(to);
+        self.dirty_entries_to = self
+            .dirty_entries_to
+            .max(format::index_entry_offset(entries));
+        let _ = self.clean();
+    }
+
+    /// Zeroes what a failed append left after the records.
+    fn clean(&mut self) -> std::io::Result<()> {
+        if self.dirty_to > self.end {
+            let len = self.dirty_to.min(self.seg.len()) - self.end.min(self.seg.len());
+            self.seg.zero_range(self.end, len)?;
+        }
+        self.dirty_to = 0;
+        let first = format::index_entry_offset(self.count);
+        if self.dirty_entries_to > first {
+            let len = self.dirty_entries_to.min(self.idx.len()) - first.min(self.idx.len());
+            self.idx.zero_range(first, len)?;
+        }
+        self.dirty_entries_to = 0;
+        Ok(())
+    }
+
     /// Cuts the preallocated space after the records and writes the final index header.
     fn finish(&mut self, state: IndexState) -> Result<()> {
         self.sync_segment()?;
@@ -79,10 +126,9 @@ impl Active {
             .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
         self.sync_segment()?;
         self.synced_end = self.end;
+        // The index is not trimmed: readers in other processes may have it mapped and look at
+        // the entry after the last record (a page beyond the end of a file is SIGBUS).
         self.write_index_header(state)?;
-        self.idx
-            .set_len(format::index_entry_offset(self.count))
-            .map_err(|e| Error::io("trim index", &self.idx_path, e))?;
         self.sync_index()
     }
 }
@@ -206,9 +252,12 @@ impl Log {
         Ok(range.start)
     }
 
-    /// Appends several records under one lock; they get consecutive seqs. Readers in this process
-    /// see all of them or none. If any is larger than the maximum, nothing is written. Returns the
-    /// range of seqs assigned.
+    /// Appends several records under one lock; they get consecutive seqs, in one segment. Readers
+    /// (in this process and others) see all of them or none. If any is larger than the maximum,
+    /// or writing fails (a full disk), nothing is written and no seq is used. Returns the range
+    /// of seqs assigned. (A batch larger than a segment's capacity, `max_event_size` and more, is
+    /// written segment by segment: if it fails, the records in the segments it filled stay.)
+    /// A crash in the middle of a batch can leave a prefix of it in the log.
     pub fn append_batch<P: AsRef<[u8]>>(&self, payloads: &[P]) -> Result<Range<u64>> {
         let refs: Vec<&[u8]> = payloads.iter().map(AsRef::as_ref).collect();
         let range = self.inner.append_many(&refs)?;
@@ -304,14 +353,32 @@ impl Inner {
             return Err(Error::Closed);
         }
         let start = w.next_seq;
-        let mut result = Ok(());
-        for p in payloads {
-            if let Err(e) = self.write_record(&mut w, p) {
-                result = Err(e);
-                break;
+        let total: u64 = payloads
+            .iter()
+            .map(|p| format::record_size(p.len() as u64))
+            .sum();
+        // A batch goes into one segment (a new one when it does not fit in the active one; a
+        // batch larger than `segment_size` gets a segment of its own, up to the capacity).
+        let room = self.options.segment_capacity() - HEADER_SIZE as u64;
+        let active_too_small = w
+            .active
+            .as_ref()
+            .is_some_and(|a| a.count == 0 && a.end + total > a.capacity);
+        let result = if payloads.len() <= 1 || (total <= room && !active_too_small) {
+            // All or nothing: the batch goes into one segment, and a failure leaves no trace.
+            self.write_records(&mut w, payloads, total)
+        } else {
+            // A batch larger than a segment's capacity is written segment by segment. If it
+            // fails, the records already in sealed segments stay (and are published below).
+            let mut r = Ok(());
+            for p in payloads {
+                r = self.write_records(&mut w, &[p], format::record_size(p.len() as u64));
+                if r.is_err() {
+                    break;
+                }
             }
-        }
-        // Publish whatever was written, also when a later record of the batch failed.
+            r
+        };
         if w.next_seq != start {
             self.shared.publish(w.next_seq);
         }
@@ -327,13 +394,14 @@ impl Inner {
         }
     }
 
-    fn write_record(&self, w: &mut Writer, payload: &[u8]) -> Result<()> {
-        let size = format::record_size(payload.len() as u64);
+    /// Writes `payloads` (taking `total` bytes) into one segment, rolling first when they do not
+    /// fit in the active one. Either every record is written and indexed, or none is: a failure
+    /// zeroes what was written (or leaves it marked dirty, zeroed before the next write).
+    fn write_records(&self, w: &mut Writer, payloads: &[&[u8]], total: u64) -> Result<()> {
         let roll_at = self.options.segment_size;
-        let full = w
-            .active
-            .as_ref()
-            .is_some_and(|a| a.count > 0 && (a.end + size > roll_at || a.end + size > a.capacity));
+        let full = w.active.as_ref().is_some_and(|a| {
+            a.count > 0 && (a.end + total > roll_at || a.end + total > a.capacity)
+        });
         if full {
             self.seal(w)?;
         }
@@ -345,8 +413,10 @@ impl Inner {
         let Some(a) = w.active.as_mut() else {
             return Err(Error::Closed);
         };
-        // Reserve space first: a full disk fails here, before any byte of the record is written.
-        let need = a.end + size;
+        a.clean()
+            .map_err(|e| Error::io("zero a failed append in", &a.seg_path, e))?;
+        // Reserve space first: a full disk fails here, before any byte of a record is written.
+        let need = a.end + total;
         if need > a.seg.len() {
             let target = need
                 .max(a.seg.len() + self.options.preallocate)
@@ -356,37 +426,40 @@ impl Inner {
                 .map_err(|e| Error::io("allocate segment", &a.seg_path, e))?;
             a.view.set_readable(target);
         }
-        let entry = format::index_entry_offset(a.count);
-        if entry + INDEX_ENTRY_SIZE as u64 > a.idx.len() {
+        let n = payloads.len() as u64;
+        let entries_end = format::index_entry_offset(a.count + n);
+        if entries_end > a.idx.len() {
             let cap = index_capacity(a.capacity);
-            let target = (a.idx.len() + INDEX_STEP).min(cap);
+            let target = entries_end.max(a.idx.len() + INDEX_STEP).min(cap);
             a.idx
                 .allocate(target)
                 .map_err(|e| Error::io("allocate index", &a.idx_path, e))?;
+            a.view.set_index_readable(target);
         }
-        let at = a.end;
-        let payload_at = at + RECORD_HEADER_SIZE as u64;
-        let io = |e| Error::io("write segment", &a.seg_path, e);
-        a.seg.write_at(payload_at, payload).map_err(io)?;
-        let pad = (size - RECORD_HEADER_SIZE as u64) as usize - payload.len();
-        if pad > 0 {
-            a.seg
-                .write_at(payload_at + payload.len() as u64, &[0u8; 16][..pad])
-                .map_err(io)?;
+        let mut at = a.end;
+        let mut offsets = Vec::with_capacity(payloads.len());
+        for (k, p) in payloads.iter().enumerate() {
+            let size = format::record_size(p.len() as u64);
+            if let Err(e) = a.put_record(at, a.count + k as u64, p) {
+                a.take_back(at + size, a.count);
+                return Err(Error::io("write segment", &a.seg_path, e));
+            }
+            offsets.push(at);
+            at += size;
         }
-        // The header goes last: a crash before it leaves a zero header, the end of the records.
+        // The index entries go last: a reader in another process counts a record only once its
+        // entry is there.
         fence(Ordering::Release);
-        let header = RecordHeader::encode(a.seed, a.count as u32, payload);
-        a.seg.write_at(at, &header).map_err(io)?;
-        fence(Ordering::Release);
-        if let Err(e) = a.idx.write_at(entry, &(at as u32).to_le_bytes()) {
-            // Take the record back so a failed append never reappears after a crash.
-            let _ = a.seg.write_at(at, &[0u8; RECORD_HEADER_SIZE]);
-            return Err(Error::io("write index", &a.idx_path, e));
+        for (k, &o) in offsets.iter().enumerate() {
+            let entry = format::index_entry_offset(a.count + k as u64);
+            if let Err(e) = a.idx.write_at(entry, &(o as u32).to_le_bytes()) {
+                a.take_back(at, a.count + k as u64 + 1);
+                return Err(Error::io("write index", &a.idx_path, e));
+            }
         }
-        a.end = at + size;
-        a.count += 1;
-        w.next_seq += 1;
+        a.end = at;
+        a.count += n;
+        w.next_seq += n;
         Ok(())
     }
 
@@ -562,6 +635,8 @@ pub(crate) fn create_segment(
         count: 0,
         end: HEADER_SIZE as u64,
         synced_end: HEADER_SIZE as u64,
+        dirty_to: 0,
+        dirty_entries_to: 0,
         view: Arc::new(view),
         seg_path,
         idx_path,

@@ -48,3 +48,80 @@ pub fn indexes(dir: &Path) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// A small seeded random generator (splitmix64): reproducible runs without a dependency.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+
+    /// A number in `lo..hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo)
+    }
+}
+
+/// The seed of a randomized test: `AGENTLOG_SEED` when set, else a fixed default. Printed so a
+/// failure can be replayed.
+pub fn seed(default: u64) -> u64 {
+    let s = std::env::var("AGENTLOG_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    eprintln!("seed {s} (set AGENTLOG_SEED to replay)");
+    s
+}
+
+/// A count from the environment variable `var`, else `default`.
+pub fn env_count(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Copies the files of a directory (not its subdirectories).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Checks that the log in `dir`, read by a fresh reader, holds exactly `expected` (by seq).
+pub fn assert_log_holds(dir: &Path, expected: &[Vec<u8>]) {
+    let r = agentlog::log::LogReader::open(dir).unwrap();
+    assert_eq!(
+        r.len(),
+        expected.len() as u64,
+        "length of {}",
+        dir.display()
+    );
+    let mut n = 0usize;
+    for rec in r.iter() {
+        let rec = rec.unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+        assert_eq!(rec.seq, n as u64);
+        assert_eq!(rec.payload, expected[n].as_slice(), "seq {n}");
+        n += 1;
+    }
+    assert_eq!(n, expected.len());
+}
