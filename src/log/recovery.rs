@@ -268,6 +268,7 @@ fn plan_segment(
     let data = view.data();
     let s = segment::scan(data, HEADER_SIZE as u64, base, &view.check);
     let count = s.offsets.len() as u64;
+    let unfinished_seal = !is_last && index_state == Some(IndexState::Open);
     let synced = match index {
         Some(h) if matches!(h.state, IndexState::Closed | IndexState::Sealed) => h.end,
         Some(h) => u64::from(h.synced_end),
@@ -300,11 +301,20 @@ fn plan_segment(
                 // to the next segment's base; in the last one, every record the index header
                 // says was complete (a loss there is cut like a torn tail, and reported).
                 match next_base {
+                    // A segment whose seal never finished (the writer stopped while a thread
+                    // was syncing it) may have lost its unsynced end: a torn tail, and the later
+                    // segments come after the tear.
+                    Some(n) if n != seq && unfinished_seal && offset >= synced => {
+                        Some(DamageClass::TornTail)
+                    }
                     Some(n) if n != seq => Some(DamageClass::Corruption),
                     None if matches!(fault, Fault::EndsEarly { .. }) => Some(DamageClass::TornTail),
                     _ => None,
                 }
-            } else if !is_last || after.is_some() || (complete_but_bad && offset < synced) {
+            } else if !(is_last || unfinished_seal)
+                || after.is_some()
+                || (complete_but_bad && offset < synced)
+            {
                 Some(DamageClass::Corruption)
             } else {
                 Some(DamageClass::TornTail)

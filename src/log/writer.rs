@@ -155,6 +155,9 @@ pub(crate) struct Inner {
     sync_cv: Condvar,
     poisoned: AtomicBool,
     poison_cause: Mutex<Option<String>>,
+    /// The thread finishing the last sealed segment (sync, trim, final index header), if any.
+    sealing: Mutex<Option<JoinHandle<()>>>,
+    me: Weak<Inner>,
     _lock: WriterLock,
 }
 
@@ -186,7 +189,7 @@ impl Log {
         synced: u64,
     ) -> Result<Log> {
         let durability = options.durability;
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|me| Inner {
             dir,
             options,
             shared,
@@ -198,6 +201,8 @@ impl Log {
             sync_cv: Condvar::new(),
             poisoned: AtomicBool::new(false),
             poison_cause: Mutex::new(None),
+            sealing: Mutex::new(None),
+            me: me.clone(),
             _lock: lock,
         });
         let periodic = match durability {
@@ -406,7 +411,13 @@ impl Inner {
             self.seal(w)?;
         }
         if w.active.is_none() {
-            let a = create_segment(&self.dir, &self.options, w.next_seq, w.log_id)?;
+            let a = create_segment(&self.dir, &self.options, w.next_seq, w.log_id).inspect_err(
+                |e| {
+                    if is_sync_error(e) {
+                        self.poison(e);
+                    }
+                },
+            )?;
             self.shared.push_segment(Arc::clone(&a.view));
             w.active = Some(a);
         }
@@ -468,21 +479,51 @@ impl Inner {
         let Some(mut a) = w.active.take() else {
             return Ok(());
         };
-        if let Err(e) = a.finish(IndexState::Sealed) {
-            if matches!(
-                e,
-                Error::Io {
-                    op: "fdatasync",
-                    ..
+        // One seal at a time; a failed one has poisoned the writer.
+        self.wait_sealed();
+        self.check_poison()?;
+        // Finishing a segment (an fdatasync of everything in it, a trim, the final index header)
+        // takes as long as the disk needs to write the segment: a thread does it, so appends go on
+        // in the next segment. `sync`, the next seal and `close` wait for it.
+        let me = self.me.clone();
+        let path = a.seg_path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("agentlog-seal".into())
+            .spawn(move || {
+                let result = a.finish(IndexState::Sealed);
+                if let Some(inner) = me.upgrade() {
+                    inner.sealed(result, a.base + a.count);
                 }
-            ) {
-                self.poison(&e);
+            });
+        match spawned {
+            Ok(handle) => {
+                *lock(&self.sealing) = Some(handle);
+                Ok(())
             }
-            return Err(e);
+            Err(e) => {
+                // Not sealed: the segment stays marked open, and the next open checks it.
+                Err(Error::io("start a thread to seal", path, e))
+            }
         }
-        let mut s = lock(&self.sync);
-        s.synced = s.synced.max(a.base + a.count);
-        Ok(())
+    }
+
+    /// Records the end of a background seal.
+    fn sealed(&self, result: Result<()>, len: u64) {
+        match result {
+            Ok(()) => {
+                let mut s = lock(&self.sync);
+                s.synced = s.synced.max(len);
+            }
+            Err(e) => self.poison(&e),
+        }
+    }
+
+    /// Waits for the background seal, if one runs.
+    fn wait_sealed(&self) {
+        let handle = lock(&self.sealing).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
     }
 
     fn sync_through(&self, target: u64) -> Result<()> {
@@ -514,6 +555,9 @@ impl Inner {
 
     /// One fdatasync of the active segment, outside the append lock.
     fn sync_once(&self) -> Result<u64> {
+        // Records of a segment sealed a moment ago are made durable by its seal.
+        self.wait_sealed();
+        self.check_poison()?;
         let (syncer, len, end, base, path) = {
             let w = lock(&self.writer);
             match &w.active {
@@ -547,6 +591,7 @@ impl Inner {
         if w.closed {
             return Ok(());
         }
+        self.wait_sealed();
         w.closed = true;
         self.shared.closed.store(true, Ordering::SeqCst);
         self.shared.wake();
@@ -562,6 +607,17 @@ impl Inner {
         s.synced = s.synced.max(len);
         Ok(())
     }
+}
+
+/// True for a failed fdatasync: after one, the page cache can no longer be trusted.
+fn is_sync_error(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Io {
+            op: "fdatasync",
+            ..
+        }
+    )
 }
 
 /// Creates the segment starting at `base` (index first, then the segment under a temporary name,
