@@ -73,7 +73,7 @@ fn replace_at_the_start() {
     assert_eq!(seqs(&p.messages()), [r, 2, 3]);
     assert_eq!(replaced_text(&p.messages(), 0), "summary");
     assert_eq!(p.messages().get(0).map(|m| m.role), Some(Role::User));
-    assert!(!p.is_node(0) && !p.is_node(1) && p.is_node(r));
+    assert!(p.node_index(0).is_none() && p.node_index(1).is_none() && p.node_index(r) == Some(0));
 }
 
 #[test]
@@ -187,7 +187,8 @@ fn empty_assistant_messages_are_skipped_and_not_nameable() {
     log.user("u2");
     let p = project(&log);
     assert_eq!(seqs(&p.messages()), [0, 2]);
-    assert!(!p.is_node(empty));
+    assert_eq!(p.node_index(empty), None);
+    assert_eq!(p.node_index(2), Some(1));
     assert_eq!(p.events_seen(), 3);
     let mut p = p;
     for (start, end, which) in [(empty, 2, RangeEnd::Start), (0, empty, RangeEnd::End)] {
@@ -353,6 +354,14 @@ fn a_call_is_answered_once() {
     ));
     assert!(p.is_answered("c"));
     assert_eq!(p.unanswered_calls().count(), 0);
+    assert_eq!(p.tool_call(call).and_then(|c| c.answered_by), Some(first));
+    // In a later turn the id is looked for among that turn's calls only: answering a call of
+    // another turn is the session's lifecycle rule, and the result is projected as given.
+    log.turn_start(2);
+    let mut p = project(&log);
+    let later = log.make_result(2, 1, "ls", Some("c"), None);
+    p.apply(&later).unwrap();
+    assert_eq!(tool_use_id(&p.messages(), later.seq), "c");
 }
 
 #[test]
