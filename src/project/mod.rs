@@ -5,7 +5,7 @@
 //! - [`Projector`] applies events one at a time ([`Projector::check`] first, to refuse an
 //!   append whose `surfaceOp` or tool result cannot be projected). [`Projector::messages`] is
 //!   an O(1) immutable snapshot ([`Messages`], a persistent vector of shared [`Message`]s).
-//! - [`derive`] / [`derive_at`] project a whole log, or its first `n` events.
+//! - [`derive()`] / [`derive_at`] project a whole log, or its first `n` events.
 //! - [`render_openai`], [`render_anthropic`] (and [`render`] by [`Format`]) are views of the
 //!   neutral projection.
 //! - [`check_request`] and [`check_rendered`] compare a request about to be sent with the

@@ -1,4 +1,4 @@
-//! The incremental projection (EVENTS.md §5): [`Projector`], [`derive`], [`derive_at`].
+//! The incremental projection (EVENTS.md §5): [`Projector`], [`derive()`], [`derive_at`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -441,7 +441,7 @@ pub fn derive<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Message
     Ok(projector.messages())
 }
 
-/// The history as it was when the log held `n` events: [`derive`] of the events with seq < `n`
+/// The history as it was when the log held `n` events: [`derive()`] of the events with seq < `n`
 /// (the rest of the iterator is not read).
 pub fn derive_at<'a>(
     events: impl IntoIterator<Item = &'a Event>,
