@@ -257,8 +257,16 @@ fn tool_result_id_from_source_event_seqs() {
     log.step_start(1, 1);
     let first = log.tool_call(1, 1, "first", "ls");
     let second = log.tool_call(1, 1, "second", "ls");
-    let r = log.result(1, 1, "ls", None, Some(&[second, first]));
+    let result = log.make_result(1, 1, "ls", None, Some(&[second, first]));
+    let before = project(&log);
+    let answered = before.call_answered_by(&result).unwrap().map(|c| c.seq);
+    assert_eq!(answered, Some(second));
+    assert_eq!(before.open_call("second").map(|c| c.seq), Some(second));
+    assert_eq!(before.call_answered_by(&log.events[0]), Ok(None));
+    let r = log.push(result);
     let p = project(&log);
+    assert_eq!(p.open_call("second"), None);
+    assert_eq!(p.open_call("first").map(|c| c.seq), Some(first));
     assert_eq!(tool_use_id(&p.messages(), r), "second");
     assert_eq!(p.tool_call(second).and_then(|c| c.answered_by), Some(r));
     assert_eq!(p.tool_call(first).and_then(|c| c.answered_by), None);

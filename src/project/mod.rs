@@ -74,10 +74,11 @@
 //!   ([`ProjectError::AlreadyAnswered`]): the projection would show a provider two results for
 //!   one tool use. By `callId`, an answered call is looked for among the calls of the result's
 //!   own turn only (a result answers a call of its turn, EVENTS.md §6; that rule, across turns,
-//!   is the session's), so the check costs the same at any log length. The answered set is
-//!   queryable ([`Projector::is_answered`], [`Projector::unanswered_calls`],
-//!   [`Projector::tool_call`]) so the session can report the lifecycle rule in its own terms and
-//!   close open calls after a crash.
+//!   is the session's), so the check costs the same at any log length. The calls are
+//!   queryable ([`Projector::call_answered_by`], [`Projector::open_call`],
+//!   [`Projector::is_answered`], [`Projector::unanswered_calls`], [`Projector::tool_call`]) so
+//!   the session can check its lifecycle rules on the call a result answers, report them in its
+//!   own terms, and close open calls after a crash.
 //! - **What is left out of a message**: a user message's `envelope` and unknown members; an
 //!   assistant message's `provider`, `model`, `replay`, `usage`; a tool result's `error`,
 //!   `meta` and the unknown members of its `message`. The `tool_result` block holds exactly

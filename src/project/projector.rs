@@ -190,6 +190,29 @@ impl Projector {
         self.open.values()
     }
 
+    /// The earliest unanswered `tool/call` with this `callId`. O(log open calls).
+    pub fn open_call(&self, call_id: &str) -> Option<&ToolCallInfo> {
+        self.open_by_id
+            .get(call_id)
+            .and_then(BTreeSet::first)
+            .and_then(|seq| self.open.get(seq))
+    }
+
+    /// The call a `tool/result` would answer if applied now, by the rules of §5 (see
+    /// [`check`](Self::check)): `Ok(None)` for any other event, and for a result whose `callId`
+    /// names no call of its turn seen so far. A session checks its lifecycle rules on it (the
+    /// call is of the result's turn, …) without resolving the result a second way.
+    pub fn call_answered_by(&self, event: &Event) -> Result<Option<&ToolCallInfo>, ProjectError> {
+        match &event.data {
+            EventData::ToolResult(result) => {
+                let (_, answers) =
+                    self.resolve(event.seq, result, event.source_event_seqs.as_deref())?;
+                Ok(answers.and_then(|seq| self.open.get(&seq)))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The answered call `seq`.
     fn answered_call(&self, seq: u64) -> Option<&ToolCallInfo> {
         self.answered.get(&seq).map(|c| &**c)
