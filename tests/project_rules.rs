@@ -73,7 +73,7 @@ fn replace_at_the_start() {
     assert_eq!(seqs(&p.messages()), [r, 2, 3]);
     assert_eq!(replaced_text(&p.messages(), 0), "summary");
     assert_eq!(p.messages().get(0).map(|m| m.role), Some(Role::User));
-    assert!(!p.is_node(0) && !p.is_node(1) && p.is_node(r));
+    assert!(p.node_index(0).is_none() && p.node_index(1).is_none() && p.node_index(r) == Some(0));
 }
 
 #[test]
@@ -187,7 +187,8 @@ fn empty_assistant_messages_are_skipped_and_not_nameable() {
     log.user("u2");
     let p = project(&log);
     assert_eq!(seqs(&p.messages()), [0, 2]);
-    assert!(!p.is_node(empty));
+    assert_eq!(p.node_index(empty), None);
+    assert_eq!(p.node_index(2), Some(1));
     assert_eq!(p.events_seen(), 3);
     let mut p = p;
     for (start, end, which) in [(empty, 2, RangeEnd::Start), (0, empty, RangeEnd::End)] {
@@ -256,8 +257,16 @@ fn tool_result_id_from_source_event_seqs() {
     log.step_start(1, 1);
     let first = log.tool_call(1, 1, "first", "ls");
     let second = log.tool_call(1, 1, "second", "ls");
-    let r = log.result(1, 1, "ls", None, Some(&[second, first]));
+    let result = log.make_result(1, 1, "ls", None, Some(&[second, first]));
+    let before = project(&log);
+    let answered = before.call_answered_by(&result).unwrap().map(|c| c.seq);
+    assert_eq!(answered, Some(second));
+    assert_eq!(before.open_call("second").map(|c| c.seq), Some(second));
+    assert_eq!(before.call_answered_by(&log.events[0]), Ok(None));
+    let r = log.push(result);
     let p = project(&log);
+    assert_eq!(p.open_call("second"), None);
+    assert_eq!(p.open_call("first").map(|c| c.seq), Some(first));
     assert_eq!(tool_use_id(&p.messages(), r), "second");
     assert_eq!(p.tool_call(second).and_then(|c| c.answered_by), Some(r));
     assert_eq!(p.tool_call(first).and_then(|c| c.answered_by), None);
@@ -353,6 +362,14 @@ fn a_call_is_answered_once() {
     ));
     assert!(p.is_answered("c"));
     assert_eq!(p.unanswered_calls().count(), 0);
+    assert_eq!(p.tool_call(call).and_then(|c| c.answered_by), Some(first));
+    // In a later turn the id is looked for among that turn's calls only: answering a call of
+    // another turn is the session's lifecycle rule, and the result is projected as given.
+    log.turn_start(2);
+    let mut p = project(&log);
+    let later = log.make_result(2, 1, "ls", Some("c"), None);
+    p.apply(&later).unwrap();
+    assert_eq!(tool_use_id(&p.messages(), later.seq), "c");
 }
 
 #[test]

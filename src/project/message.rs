@@ -79,7 +79,10 @@ impl Message {
         into_string(out)
     }
 
-    /// The message as a JSON [`Value`] (the shape of the `*.messages.json` files).
+    /// The message as a JSON [`Value`] (the shape of the `*.messages.json` files): the
+    /// canonical text read back, so blocks are written in one place. (A block built by hand
+    /// and nested deeper than the parser's [`MAX_DEPTH`](crate::event::MAX_DEPTH) cannot be
+    /// read back and comes out as `null`; blocks from the log always can.)
     pub fn to_value(&self) -> Value {
         let mut out = Vec::with_capacity(128);
         self.write_json(&mut out);

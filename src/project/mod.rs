@@ -5,7 +5,7 @@
 //! - [`Projector`] applies events one at a time ([`Projector::check`] first, to refuse an
 //!   append whose `surfaceOp` or tool result cannot be projected). [`Projector::messages`] is
 //!   an O(1) immutable snapshot ([`Messages`], a persistent vector of shared [`Message`]s).
-//! - [`derive`] / [`derive_at`] project a whole log, or its first `n` events.
+//! - [`derive()`] / [`derive_at`] project a whole log, or its first `n` events.
 //! - [`render_openai`], [`render_anthropic`] (and [`render`] by [`Format`]) are views of the
 //!   neutral projection.
 //! - [`check_request`] and [`check_rendered`] compare a request about to be sent with the
@@ -72,9 +72,13 @@
 //!   is the session's lifecycle rule).
 //! - **One answer per call.** A result that resolves to a call already answered is refused
 //!   ([`ProjectError::AlreadyAnswered`]): the projection would show a provider two results for
-//!   one tool use. The answered set is queryable ([`Projector::is_answered`],
-//!   [`Projector::unanswered_calls`], [`Projector::tool_call`]) so the session can report the
-//!   lifecycle rule in its own terms and close open calls after a crash.
+//!   one tool use. By `callId`, an answered call is looked for among the calls of the result's
+//!   own turn only (a result answers a call of its turn, EVENTS.md §6; that rule, across turns,
+//!   is the session's), so the check costs the same at any log length. The calls are
+//!   queryable ([`Projector::call_answered_by`], [`Projector::open_call`],
+//!   [`Projector::is_answered`], [`Projector::unanswered_calls`], [`Projector::tool_call`]) so
+//!   the session can check its lifecycle rules on the call a result answers, report them in its
+//!   own terms, and close open calls after a crash.
 //! - **What is left out of a message**: a user message's `envelope` and unknown members; an
 //!   assistant message's `provider`, `model`, `replay`, `usage`; a tool result's `error`,
 //!   `meta` and the unknown members of its `message`. The `tool_result` block holds exactly

@@ -1,6 +1,6 @@
-//! The incremental projection (EVENTS.md §5): [`Projector`], [`derive`], [`derive_at`].
+//! The incremental projection (EVENTS.md §5): [`Projector`], [`derive()`], [`derive_at`].
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::event::{Block, Event, EventData, Map, Opt, SurfaceOp, ToolCall, ToolResult};
@@ -31,29 +31,33 @@ pub struct ToolCallInfo {
 ///   onto a persistent vector), and [`messages`](Self::messages) is an O(1) snapshot that later
 ///   events never change.
 /// - A replace splices the persistent vector: the nodes outside the replaced run are shared, not
-///   rebuilt. *Finding* the run scans the surface from the front to the `endSeq` node, O(position);
-///   replaces are rare (compactions), so no position index is kept. A set of the current node
-///   seqs refuses a replace naming a non-node without scanning.
+///   rebuilt. *Finding* the run scans the surface from the front until both ends are found,
+///   O(position) (O(n) for a replace naming a non-node, which is refused); replaces are rare
+///   (compactions), so no seq → position index is kept and an append touches nothing but the
+///   vector.
 /// - `tool/call`s are tracked (seq, callId, name, turn, step, answered or not) to resolve the
 ///   `toolUseId` of later results and to refuse a second answer to one call; see
-///   [`is_answered`](Self::is_answered) and [`unanswered_calls`](Self::unanswered_calls).
+///   [`is_answered`](Self::is_answered) and [`unanswered_calls`](Self::unanswered_calls). The
+///   tables a result looks in hold only the *open* calls (a handful: calls are answered within
+///   their step); answered calls move to a persistent ordered map by seq, where a second answer
+///   is looked for among the calls of the result's turn (the latest ones) and by seq
+///   (O(log calls)). So the work per event barely grows with the log.
 ///
-/// Cloning a `Projector` (to fork a session, say) copies the call tables, O(calls); the surface
-/// itself is shared.
+/// Cloning a `Projector` (to fork a session, say) copies only the open calls; the surface and
+/// the answered calls are shared.
 #[derive(Clone, Debug, Default)]
 pub struct Projector {
     /// The surface, in order.
     surface: imbl::Vector<Arc<Message>>,
-    /// The source seqs of the current surface nodes.
-    nodes: HashSet<u64>,
-    /// Every `tool/call` seen, by seq.
-    calls: HashMap<u64, ToolCallInfo>,
-    /// The seqs of the `tool/call`s with each callId, ascending.
-    calls_by_id: HashMap<String, Vec<u64>>,
-    /// The seqs of the unanswered calls.
-    unanswered: BTreeSet<u64>,
-    /// The unanswered calls by (turn, step) and name, for resolution by name.
+    /// The unanswered calls, by seq.
+    open: BTreeMap<u64, ToolCallInfo>,
+    /// The seqs of the unanswered calls with each callId.
+    open_by_id: HashMap<String, BTreeSet<u64>>,
+    /// The seqs of the unanswered calls by (turn, step) and name, for resolution by name.
     open_by_step: HashMap<(u64, u64), HashMap<String, BTreeSet<u64>>>,
+    /// The answered calls, by seq: a persistent map, so cloning the projector is O(1) and a
+    /// growing log never copies it whole.
+    answered: imbl::OrdMap<u64, Arc<ToolCallInfo>>,
     /// The seq of the last event applied.
     last_seq: Option<u64>,
 }
@@ -163,28 +167,55 @@ impl Projector {
         self.last_seq.map_or(0, |seq| seq.saturating_add(1))
     }
 
-    /// True when the event `seq` is a current surface node (nameable by a replace).
-    pub fn is_node(&self, seq: u64) -> bool {
-        self.nodes.contains(&seq)
+    /// The surface position of the node of event `seq`, if it is a current node (nameable by a
+    /// replace). Scans the surface: O(n).
+    pub fn node_index(&self, seq: u64) -> Option<usize> {
+        self.surface.iter().position(|node| node.source_seq == seq)
     }
 
-    /// The `tool/call` event `seq`, if one was applied.
+    /// The `tool/call` event `seq`, if one was applied. O(log calls).
     pub fn tool_call(&self, seq: u64) -> Option<&ToolCallInfo> {
-        self.calls.get(&seq)
+        self.open.get(&seq).or_else(|| self.answered_call(seq))
     }
 
-    /// True when a `tool/call` with this `callId` was answered by a `tool/result`.
+    /// True when a `tool/call` with this `callId` was answered by a `tool/result`. Scans the
+    /// answered calls from the latest: O(calls) for an id that was never answered.
     pub fn is_answered(&self, call_id: &str) -> bool {
-        self.calls_by_id.get(call_id).is_some_and(|seqs| {
-            seqs.iter()
-                .any(|seq| self.calls.get(seq).is_some_and(|c| c.answered_by.is_some()))
-        })
+        self.answered.values().rev().any(|c| c.call_id == call_id)
     }
 
     /// The `tool/call`s no `tool/result` answered yet, in seq order (what crash recovery must
     /// close with `TOOL_OUTCOME_UNKNOWN` results, EVENTS.md §7).
     pub fn unanswered_calls(&self) -> impl Iterator<Item = &ToolCallInfo> + '_ {
-        self.unanswered.iter().filter_map(|seq| self.calls.get(seq))
+        self.open.values()
+    }
+
+    /// The earliest unanswered `tool/call` with this `callId`. O(log open calls).
+    pub fn open_call(&self, call_id: &str) -> Option<&ToolCallInfo> {
+        self.open_by_id
+            .get(call_id)
+            .and_then(BTreeSet::first)
+            .and_then(|seq| self.open.get(seq))
+    }
+
+    /// The call a `tool/result` would answer if applied now, by the rules of §5 (see
+    /// [`check`](Self::check)): `Ok(None)` for any other event, and for a result whose `callId`
+    /// names no call of its turn seen so far. A session checks its lifecycle rules on it (the
+    /// call is of the result's turn, …) without resolving the result a second way.
+    pub fn call_answered_by(&self, event: &Event) -> Result<Option<&ToolCallInfo>, ProjectError> {
+        match &event.data {
+            EventData::ToolResult(result) => {
+                let (_, answers) =
+                    self.resolve(event.seq, result, event.source_event_seqs.as_deref())?;
+                Ok(answers.and_then(|seq| self.open.get(&seq)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The answered call `seq`.
+    fn answered_call(&self, seq: u64) -> Option<&ToolCallInfo> {
+        self.answered.get(&seq).map(|c| &**c)
     }
 
     /// Works out what `event` would do.
@@ -252,32 +283,38 @@ impl Projector {
         sources: Option<&[u64]>,
     ) -> Result<(String, Option<u64>), ProjectError> {
         if let Opt::Present(call_id) = &result.call_id {
-            let seqs = self.calls_by_id.get(call_id).map_or(&[][..], Vec::as_slice);
-            let open = seqs.iter().copied().find(|s| self.unanswered.contains(s));
-            return match (open, seqs.last()) {
-                (Some(call_seq), _) => Ok((call_id.clone(), Some(call_seq))),
-                // Every call with this id is answered.
-                (None, Some(&call_seq)) => Err(self.already_answered(seq, call_seq)),
-                // No call seen with this id: the result names it itself; whether it must name a
-                // call of the same turn is the session's lifecycle rule.
-                (None, None) => Ok((call_id.clone(), None)),
+            if let Some(&call_seq) = self.open_by_id.get(call_id).and_then(BTreeSet::first) {
+                return Ok((call_id.clone(), Some(call_seq)));
+            }
+            // Answered already? A result answers a call of its own turn (EVENTS.md §6), and the
+            // calls of the latest turns are at the end of the list.
+            let answered = self
+                .answered
+                .values()
+                .rev()
+                .take_while(|c| c.turn >= result.turn)
+                .find(|c| c.call_id == *call_id);
+            return match answered {
+                Some(call) => Err(already_answered(seq, call)),
+                // No call of this turn has this id: the result names it itself; that it must
+                // name a call of the same turn is the session's lifecycle rule.
+                None => Ok((call_id.clone(), None)),
             };
         }
-        if let Some(call) = sources
-            .and_then(<[u64]>::first)
-            .and_then(|first| self.calls.get(first))
-        {
-            if call.answered_by.is_some() {
-                return Err(self.already_answered(seq, call.seq));
+        if let Some(&first) = sources.and_then(<[u64]>::first) {
+            if let Some(call) = self.open.get(&first) {
+                return Ok((call.call_id.clone(), Some(call.seq)));
             }
-            return Ok((call.call_id.clone(), Some(call.seq)));
+            if let Some(call) = self.answered_call(first) {
+                return Err(already_answered(seq, call));
+            }
         }
         let by_name = self
             .open_by_step
             .get(&(result.turn, result.step))
             .and_then(|names| names.get(result.message.tool_name.as_str()))
-            .and_then(|seqs| seqs.first())
-            .and_then(|call_seq| self.calls.get(call_seq));
+            .and_then(BTreeSet::first)
+            .and_then(|call_seq| self.open.get(call_seq));
         match by_name {
             Some(call) => Ok((call.call_id.clone(), Some(call.seq))),
             None => Err(ProjectError::UnresolvedToolResult {
@@ -289,33 +326,21 @@ impl Projector {
         }
     }
 
-    fn already_answered(&self, seq: u64, call_seq: u64) -> ProjectError {
-        let call = self.calls.get(&call_seq);
-        ProjectError::AlreadyAnswered {
-            seq,
-            call_id: call.map(|c| c.call_id.clone()).unwrap_or_default(),
-            call_seq,
-            answered_by: call.and_then(|c| c.answered_by).unwrap_or_default(),
-        }
-    }
-
     /// The surface positions of the nodes of `start_seq` and `end_seq`.
     fn locate(&self, seq: u64, start_seq: u64, end_seq: u64) -> Result<Place, ProjectError> {
-        for (named, end) in [(start_seq, RangeEnd::Start), (end_seq, RangeEnd::End)] {
-            if !self.nodes.contains(&named) {
-                return Err(ProjectError::NotANode { seq, end, named });
-            }
-        }
         let (mut start, mut end) = (None, None);
-        for (i, node) in self.surface.iter().enumerate() {
-            if node.source_seq == start_seq {
-                start = Some(i);
-            }
-            if node.source_seq == end_seq {
-                end = Some(i);
-            }
-            if start.is_some() && end.is_some() {
-                break;
+        // A node's seq is below the replacing event's: a later seq is refused without a scan.
+        if start_seq < seq || end_seq < seq {
+            for (i, node) in self.surface.iter().enumerate() {
+                if node.source_seq == start_seq {
+                    start = Some(i);
+                }
+                if node.source_seq == end_seq {
+                    end = Some(i);
+                }
+                if start.is_some() && end.is_some() {
+                    break;
+                }
             }
         }
         match (start, end) {
@@ -327,7 +352,6 @@ impl Projector {
                 start_index,
                 end_index,
             }),
-            // `nodes` holds exactly the source seqs of the surface, so both were found.
             (None, _) => Err(ProjectError::NotANode {
                 seq,
                 end: RangeEnd::Start,
@@ -343,24 +367,19 @@ impl Projector {
 
     /// Puts a new node on the surface.
     fn place(&mut self, message: Arc<Message>, place: Place) {
-        let seq = message.source_seq;
         match place {
             Place::Append => self.surface.push_back(message),
             Place::Replace { start, end } => {
                 let mut run = self.surface.split_off(start);
                 let tail = run.split_off(end - start + 1);
-                for node in &run {
-                    self.nodes.remove(&node.source_seq);
-                }
                 self.surface.push_back(message);
                 self.surface.append(tail);
             }
         }
-        self.nodes.insert(seq);
     }
 
     fn track_call(&mut self, seq: u64, call: &ToolCall) {
-        self.calls.insert(
+        self.open.insert(
             seq,
             ToolCallInfo {
                 seq,
@@ -371,11 +390,10 @@ impl Projector {
                 answered_by: None,
             },
         );
-        self.calls_by_id
+        self.open_by_id
             .entry(call.call_id.clone())
             .or_default()
-            .push(seq);
-        self.unanswered.insert(seq);
+            .insert(seq);
         self.open_by_step
             .entry((call.turn, call.step))
             .or_default()
@@ -384,12 +402,17 @@ impl Projector {
             .insert(seq);
     }
 
+    /// Moves the open call `call_seq` to the answered list.
     fn mark_answered(&mut self, call_seq: u64, by: u64) {
-        let Some(call) = self.calls.get_mut(&call_seq) else {
+        let Some(mut call) = self.open.remove(&call_seq) else {
             return;
         };
-        call.answered_by = Some(by);
-        self.unanswered.remove(&call_seq);
+        if let Some(seqs) = self.open_by_id.get_mut(call.call_id.as_str()) {
+            seqs.remove(&call_seq);
+            if seqs.is_empty() {
+                self.open_by_id.remove(call.call_id.as_str());
+            }
+        }
         let key = (call.turn, call.step);
         if let Some(names) = self.open_by_step.get_mut(&key) {
             if let Some(seqs) = names.get_mut(call.name.as_str()) {
@@ -402,6 +425,17 @@ impl Projector {
                 self.open_by_step.remove(&key);
             }
         }
+        call.answered_by = Some(by);
+        self.answered.insert(call_seq, Arc::new(call));
+    }
+}
+
+fn already_answered(seq: u64, call: &ToolCallInfo) -> ProjectError {
+    ProjectError::AlreadyAnswered {
+        seq,
+        call_id: call.call_id.clone(),
+        call_seq: call.seq,
+        answered_by: call.answered_by.unwrap_or_default(),
     }
 }
 
@@ -430,7 +464,7 @@ pub fn derive<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Message
     Ok(projector.messages())
 }
 
-/// The history as it was when the log held `n` events: [`derive`] of the events with seq < `n`
+/// The history as it was when the log held `n` events: [`derive()`] of the events with seq < `n`
 /// (the rest of the iterator is not read).
 pub fn derive_at<'a>(
     events: impl IntoIterator<Item = &'a Event>,
