@@ -507,14 +507,16 @@ impl Inner {
         }
     }
 
-    /// Records the end of a background seal.
+    /// Records the end of a background seal. Its first step is the fdatasync of the segment's
+    /// data: any later failure (the trim, the final index header) leaves the data durable, and
+    /// the segment marked open on disk, which the next open checks.
     fn sealed(&self, result: Result<()>, len: u64) {
         match result {
-            Ok(()) => {
+            Err(e) if is_sync_error(&e) => self.poison(&e),
+            _ => {
                 let mut s = lock(&self.sync);
                 s.synced = s.synced.max(len);
             }
-            Err(e) => self.poison(&e),
         }
     }
 
