@@ -589,11 +589,12 @@ impl Inner {
     }
 
     fn close(&self) -> Result<()> {
+        // Also after `abandon`: the seal thread holds the log (and so its lock) until it ends.
+        self.wait_sealed();
         let mut w = lock(&self.writer);
         if w.closed {
             return Ok(());
         }
-        self.wait_sealed();
         w.closed = true;
         self.shared.closed.store(true, Ordering::SeqCst);
         self.shared.wake();
