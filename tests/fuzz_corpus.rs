@@ -6,6 +6,8 @@
 mod common;
 #[path = "common/fuzz_checks.rs"]
 mod fuzz_checks;
+#[path = "common/fuzz_jsonl.rs"]
+mod fuzz_jsonl;
 
 use std::path::{Path, PathBuf};
 
@@ -128,5 +130,51 @@ fn generate_seed_corpus() {
         let len = 20 + 30 * k;
         let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         std::fs::write(root.join("engine_model").join(format!("seed-{k}")), data).unwrap();
+    }
+}
+
+#[test]
+fn jsonl_import_corpus() {
+    let files = corpus("jsonl_import");
+    assert!(files.len() >= 4, "the seed corpus is missing");
+    for f in files {
+        eprintln!("{}", f.display());
+        fuzz_jsonl::jsonl_import(&std::fs::read(&f).unwrap());
+    }
+}
+
+#[test]
+fn jsonl_import_mutated_examples() {
+    let mut rng = Rng(common::seed(0x150c));
+    let seeds: Vec<Vec<u8>> = corpus("jsonl_import")
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect();
+    for _ in 0..common::env_count("AGENTLOG_FUZZ_ITERS", 30) {
+        let mut data = seeds[rng.below(seeds.len() as u64) as usize].clone();
+        for _ in 0..rng.range(1, 4) {
+            let at = rng.below(data.len() as u64) as usize;
+            match rng.below(4) {
+                0 => data[at] ^= 1 << rng.below(8),
+                1 => data.truncate(at.max(1)),
+                2 => {
+                    // Drop a whole line: seqs, turns and calls go out of step.
+                    let end = data[at..]
+                        .iter()
+                        .position(|&b| b == b'\n')
+                        .map_or(data.len(), |p| at + p + 1);
+                    let start = data[..at]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |p| p + 1);
+                    data.drain(start..end);
+                }
+                _ => data[at] = rng.next() as u8,
+            }
+            if data.is_empty() {
+                break;
+            }
+        }
+        fuzz_jsonl::jsonl_import(&data);
     }
 }

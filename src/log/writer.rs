@@ -448,25 +448,25 @@ impl Inner {
             a.view.set_index_readable(target);
         }
         let mut at = a.end;
-        let mut offsets = Vec::with_capacity(payloads.len());
         for (k, p) in payloads.iter().enumerate() {
             let size = format::record_size(p.len() as u64);
             if let Err(e) = a.put_record(at, a.count + k as u64, p) {
                 a.take_back(at + size, a.count);
                 return Err(Error::io("write segment", &a.seg_path, e));
             }
-            offsets.push(at);
             at += size;
         }
         // The index entries go last: a reader in another process counts a record only once its
         // entry is there.
         fence(Ordering::Release);
-        for (k, &o) in offsets.iter().enumerate() {
+        let mut o = a.end;
+        for (k, p) in payloads.iter().enumerate() {
             let entry = format::index_entry_offset(a.count + k as u64);
             if let Err(e) = a.idx.write_at(entry, &(o as u32).to_le_bytes()) {
                 a.take_back(at, a.count + k as u64 + 1);
                 return Err(Error::io("write index", &a.idx_path, e));
             }
+            o += format::record_size(p.len() as u64);
         }
         a.end = at;
         a.count += n;
