@@ -46,6 +46,11 @@ pub trait StorageFile: Send + Sync {
     fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<()>;
     /// A handle that makes the written data durable; usable while the file is being written.
     fn syncer(&self) -> Arc<dyn Syncer>;
+    /// The writer will not write into this file again (a segment being sealed or closed): drop
+    /// whatever write access is cached. With memory-mapped writes this unmaps the file, so that
+    /// syncing it does not have to write-protect pages the writer still maps (a TLB shootdown
+    /// per page, which interrupts the appending thread). Writes after this fail.
+    fn release_writes(&mut self) {}
 }
 
 /// Makes a file's data durable (fdatasync).
@@ -71,7 +76,7 @@ impl Storage for OsStorage {
         let map = mmap::map_write(&file, capacity.max(len))?;
         Ok(Box::new(OsFile {
             file: Arc::new(file),
-            map,
+            map: Some(map),
             len,
         }))
     }
@@ -87,7 +92,8 @@ impl Storage for OsStorage {
 
 struct OsFile {
     file: Arc<File>,
-    map: MmapMut,
+    /// `None` once writes are released.
+    map: Option<MmapMut>,
     len: u64,
 }
 
@@ -111,12 +117,16 @@ mod libc_codes {
 }
 
 impl OsFile {
-    fn range(&self, offset: u64, len: usize) -> io::Result<std::ops::Range<usize>> {
+    /// The writable bytes `offset..offset + len`, inside the file and the map.
+    fn slice_mut(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]> {
+        let Some(map) = self.map.as_mut() else {
+            return Err(io::Error::other("the file was released for writing"));
+        };
         let end = offset
             .checked_add(len as u64)
-            .filter(|&e| e <= self.len && usize::try_from(e).is_ok_and(|e| e <= self.map.len()));
+            .filter(|&e| e <= self.len && usize::try_from(e).is_ok_and(|e| e <= map.len()));
         match end {
-            Some(end) => Ok(offset as usize..end as usize),
+            Some(end) => Ok(&mut map[offset as usize..end as usize]),
             None => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -161,20 +171,19 @@ impl StorageFile for OsFile {
         }
         // Fault the new pages in now, in one system call, rather than one page fault at a time
         // inside appends (a first write to a page of an unwritten extent is expensive).
-        let from = self.len as usize;
-        let to = (len as usize).min(self.map.len());
-        if to > from {
-            let _ = self
-                .map
-                .advise_range(memmap2::Advice::PopulateWrite, from, to - from);
+        if let Some(map) = &self.map {
+            let from = self.len as usize;
+            let to = (len as usize).min(map.len());
+            if to > from {
+                let _ = map.advise_range(memmap2::Advice::PopulateWrite, from, to - from);
+            }
         }
         self.len = len;
         Ok(())
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let r = self.range(offset, data.len())?;
-        self.map[r].copy_from_slice(data);
+        self.slice_mut(offset, data.len())?.copy_from_slice(data);
         Ok(())
     }
 
@@ -201,14 +210,17 @@ impl StorageFile for OsFile {
                 rustix::fs::fallocate(&*self.file, FallocateFlags::empty(), offset, len)
             });
         if zeroed.is_err() {
-            let r = self.range(offset, len as usize)?;
-            self.map[r].fill(0);
+            self.slice_mut(offset, len as usize)?.fill(0);
         }
         Ok(())
     }
 
     fn syncer(&self) -> Arc<dyn Syncer> {
         Arc::new(FileSyncer(Arc::clone(&self.file)))
+    }
+
+    fn release_writes(&mut self) {
+        self.map = None;
     }
 }
 

@@ -119,6 +119,9 @@ impl Active {
 
     /// Cuts the preallocated space after the records and writes the final index header.
     fn finish(&mut self, state: IndexState) -> Result<()> {
+        // Unmap first: syncing pages the writer still maps writable means write-protecting each
+        // of them, a TLB shootdown that interrupts the appending thread page after page.
+        self.seg.release_writes();
         self.sync_segment()?;
         self.view.shrink_readable(self.end);
         self.seg
