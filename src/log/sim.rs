@@ -548,6 +548,10 @@ impl StorageFile for SimFile {
             state: Arc::clone(&self.state),
         })
     }
+
+    fn release_writes(&mut self) {
+        self.file.release_writes();
+    }
 }
 
 struct SimSyncer {
