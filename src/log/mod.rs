@@ -40,6 +40,7 @@
 //! ```
 
 mod error;
+mod fork;
 mod format;
 mod io;
 mod lock;
@@ -53,6 +54,7 @@ pub mod sim;
 mod writer;
 
 pub use error::{Corruption, CorruptionKind, Error, Result};
+pub use fork::{copy_prefix, PrefixCopy};
 pub use format::{HeaderError, LogId, FORMAT_VERSION};
 pub use io::{OsStorage, Storage, StorageFile, Syncer};
 pub use lock::{lock_dir, DirLock, LOCK_FILE};

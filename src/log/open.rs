@@ -274,6 +274,9 @@ fn seal_plan(
     plan: &SegmentPlan,
     report: &mut RecoveryReport,
 ) -> Result<()> {
+    if plan.file_len != plan.end {
+        super::fork::unshare(&plan.view.path)?;
+    }
     let mut seg = options
         .storage
         .open(&plan.view.path, false, plan.view.header.capacity)
@@ -362,6 +365,8 @@ fn reopen_active(
     let capacity = plan.view.header.capacity;
     let seg_path = plan.view.path.clone();
     let idx_path = plan.view.index_path();
+    // A segment shared with another log (a fork) gets a copy of its own before it is written.
+    super::fork::unshare(&seg_path)?;
     let mut seg = options
         .storage
         .open(&seg_path, false, capacity)

@@ -172,6 +172,11 @@ impl LogReader {
         self.segments.first().map(|s| s.header.payload_schema)
     }
 
+    /// The segments this reader sees.
+    pub(crate) fn views(&self) -> &[Arc<SegmentView>] {
+        &self.segments
+    }
+
     /// Paths and sizes (bytes readable) of the segment files.
     pub fn segment_files(&self) -> Vec<(PathBuf, u64)> {
         self.segments

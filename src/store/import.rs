@@ -159,12 +159,15 @@ impl Store {
     }
 }
 
-/// Removes folders of imports that never finished (a crash in the middle).
+/// Removes folders of imports and forks that never finished (a crash in the middle).
 pub(crate) fn remove_leftovers(sessions: &Path) -> Result<()> {
     let rd = std::fs::read_dir(sessions).map_err(|e| Error::io("read directory", sessions, e))?;
     for entry in rd.flatten() {
         let name = entry.file_name();
-        if name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+        if name
+            .to_str()
+            .is_some_and(|n| n.starts_with(TEMP_PREFIX) || n.starts_with(".fork-"))
+        {
             let p = entry.path();
             // An import still running holds its session's lock: leave it alone.
             let Ok(lock) = crate::log::lock_dir(&p) else {

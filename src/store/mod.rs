@@ -26,6 +26,7 @@
 //! ```
 
 mod config;
+mod fork;
 mod import;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ use crate::session::{
 };
 
 pub use config::{parse_size, StoreConfig, CONFIG_FILE};
+pub use fork::{turn_end_len, ForkPoint, ForkReport};
 pub use import::{ImportOptions, ImportReport};
 
 /// The folder of the sessions inside a store.

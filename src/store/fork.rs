@@ -1,0 +1,117 @@
+//! Forking: a new session holding the first events of another, with its lineage recorded
+//! (`parentSession`, `seedLength`). The parent is never changed; sealed segments are shared
+//! through hard links, so a fork costs about one segment's copy whatever the parent's size.
+
+use crate::error::{Error, Result};
+use crate::event::ArchivedEventData;
+use crate::log::{self, PrefixCopy};
+use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
+
+use super::{Store, StoreNotice, SESSIONS_DIR};
+
+/// Where to fork.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForkPoint {
+    /// After the first `n` events (seqs `0..n`).
+    At(u64),
+    /// Through the `turn/end` of turn `t`.
+    Turn(u64),
+}
+
+/// What a fork did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkReport {
+    /// The new session's id.
+    pub id: String,
+    /// Events it starts with (its `seedLength`).
+    pub events: u64,
+    /// How the segments were shared or copied.
+    pub copy: PrefixCopy,
+}
+
+/// The number of events through the `turn/end` of turn `turn`.
+pub fn turn_end_len(reader: &SessionReader, turn: u64) -> Result<u64> {
+    let mut last_turn = None;
+    for event in reader.events() {
+        let event = event?;
+        if let ArchivedEventData::TurnEnd(end) = &event.data {
+            let t = end.turn.to_native();
+            if t == turn {
+                return Ok(event.seq() + 1);
+            }
+            last_turn = Some(t);
+        }
+    }
+    Err(Error::Invalid(match last_turn {
+        Some(t) => format!("turn {turn} has no turn/end (the last turn that ended is {t})"),
+        None => format!("turn {turn} has no turn/end (no turn of this session has ended)"),
+    }))
+}
+
+impl Store {
+    /// Creates session `id` (a new id when `None`) holding the first events of session `parent`
+    /// up to `at`. Returns its id. Works while a writer appends to the parent.
+    pub fn fork(&self, parent: &str, at: ForkPoint, id: Option<String>) -> Result<ForkReport> {
+        let reader = self.reader(parent)?;
+        let n = match at {
+            ForkPoint::At(n) => {
+                if n > reader.len() {
+                    return Err(Error::Invalid(format!(
+                        "cannot fork at {n}: session {parent:?} holds {} events",
+                        reader.len()
+                    )));
+                }
+                n
+            }
+            ForkPoint::Turn(t) => turn_end_len(&reader, t)?,
+        };
+        let id = id.unwrap_or_else(new_id);
+        let dir = self.session_dir(&id)?;
+        if dir.exists() {
+            return Err(Error::Exists(id));
+        }
+        let parent_meta = reader.meta();
+        let mut meta = SessionMeta::new(id.clone(), now_ms());
+        meta.title = parent_meta.title.clone();
+        meta.cwd = parent_meta.cwd.clone();
+        meta.config = parent_meta.config.clone();
+        meta.extra = parent_meta.extra.clone();
+        meta.state = SessionState::Active;
+        meta.parent_session = Some(parent_meta.id.clone());
+        meta.seed_length = Some(n);
+        let sessions = self.root.join(SESSIONS_DIR);
+        let temp = sessions.join(format!(".fork-{}", new_id()));
+        let result = (|| -> Result<PrefixCopy> {
+            crate::session::create_private_dir(&temp)?;
+            // Held while the fork is built, so a garbage collection leaves the folder alone.
+            let _lock = log::lock_dir(&temp)?;
+            let copy = log::copy_prefix(reader.dir(), &temp, n)?;
+            meta.save(&temp)?;
+            Ok(copy)
+        })();
+        let copy = match result {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&temp);
+                return Err(e);
+            }
+        };
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(Error::Exists(id));
+        }
+        std::fs::rename(&temp, &dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&temp);
+            Error::io("rename", &temp, e)
+        })?;
+        std::fs::File::open(&sessions)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", &sessions, e))?;
+        self.subscribers.send(&[StoreNotice::Created(id.clone())]);
+        Ok(ForkReport {
+            id,
+            events: n,
+            copy,
+        })
+    }
+}
