@@ -37,6 +37,7 @@ mod lifecycle;
 mod meta;
 mod notice;
 mod reader;
+mod replay;
 mod writer;
 
 use std::path::Path;
@@ -46,6 +47,9 @@ pub use lifecycle::{CallInfo, Lifecycle, LifecycleError, OpenState, OpenWork, Ru
 pub use meta::{SessionMeta, SessionState, META_FILE};
 pub use notice::Notice;
 pub use reader::SessionReader;
+pub use replay::{
+    replay, CallReport, ReplayCall, ReplayReport, StepReport, ToolExecutor, ToolOutput,
+};
 pub use writer::{OpenReport, Session, SessionOptions};
 
 pub(crate) use notice::Subscribers;
