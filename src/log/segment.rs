@@ -352,6 +352,14 @@ impl SegmentView {
         (entry != 0).then_some(u64::from(entry))
     }
 
+    /// The offset the index file itself names for record `i` (never the scanned fallback);
+    /// `None` when the entry is zero (not written) or beyond the file.
+    pub(crate) fn offset_of_indexed(&self, i: u64) -> Option<u64> {
+        let entry = format::index_entry(self.index_bytes()?, i)?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        (entry != 0).then_some(u64::from(entry))
+    }
+
     /// True when the index names exactly these offsets for its first records.
     pub(crate) fn index_entries_match(&self, offsets: &[u32]) -> bool {
         let Some(m) = self.index_bytes() else {
