@@ -271,7 +271,7 @@ fn idle_sessions_are_archived() {
     let fresh_id = fresh.id();
     drop(fresh);
     let archived = store.archive_idle(Duration::from_secs(24 * 3600)).unwrap();
-    assert_eq!(archived, [old.clone()]);
+    assert_eq!(archived, std::slice::from_ref(&old));
     assert_eq!(store.info(&old).unwrap().state, SessionState::Archived);
     assert_eq!(store.info(&fresh_id).unwrap().state, SessionState::Active);
 }
