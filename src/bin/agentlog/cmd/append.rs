@@ -11,7 +11,7 @@ use agentlog::session::Session;
 
 use crate::target::Ctx;
 
-/// Append events to a session, one JSONL line each from standard input.
+/// Append events from standard input, one JSONL line each
 ///
 /// A line is an event of EVENTS.md §2; its "seq" and "time" may be left out (the log assigns
 /// them; a given seq must be the next one, a given time is kept). Every event is checked against

@@ -9,9 +9,9 @@ use agentlog::project::{render, Format};
 use crate::cmd::print_json;
 use crate::target::Ctx;
 
-/// Print the model-visible history (EVENTS.md §5) as one line of JSON.
+/// Print the model-visible history as JSON
 ///
-/// neutral: an array of {"role","content"} messages (the *.messages.json shape); openai: the
+/// The projection of EVENTS.md §5, as one line of JSON. neutral: an array of {"role","content"} messages (the *.messages.json shape); openai: the
 /// chat completions "messages" array; anthropic: {"system","messages"}.
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -11,9 +11,9 @@ use anyhow::{anyhow, Result};
 use crate::progress::Progress;
 use crate::target::Ctx;
 
-/// Write a session as canonical JSONL (EVENTS.md §4), to stdout or a file.
+/// Write a session as canonical JSONL
 ///
-/// A canonical file imported and exported again is the same, byte for byte (with --header when
+/// The canonical JSONL of EVENTS.md §4, to stdout or a file. A canonical file imported and exported again is the same, byte for byte (with --header when
 /// it started with a session header). With -o the file is written atomically: to a temporary
 /// file beside it, then renamed, so a failure leaves nothing half-written.
 #[derive(Debug, clap::Args)]

@@ -10,9 +10,9 @@ use agentlog::store::ImportOptions;
 use crate::progress::Progress;
 use crate::target::Ctx;
 
-/// Create a session from a JSONL file (EVENTS.md §4), all or nothing.
+/// Create a session from a JSONL file, all or nothing
 ///
-/// The id is --id, else the id of the file's session header, else a new one. An id that exists is
+/// The file is canonical (or any valid) JSONL of EVENTS.md §4. The id is --id, else the id of the file's session header, else a new one. An id that exists is
 /// refused. Every event is checked as a live append would be (seq order, lifecycle rules,
 /// projection); a refused file writes nothing. Prints the new session's id alone on stdout.
 #[derive(Debug, clap::Args)]

@@ -11,10 +11,10 @@ use crate::cmd::{object, or_null, print_json};
 use crate::output::{date_time, size, Color, Paint};
 use crate::target::{explain, Ctx};
 
-/// List the sessions of the store: id, state, events, size, created, last event time, parent,
-/// title.
+/// List the sessions of the store
 ///
-/// --json prints one JSON array of {"id","title","state","events","bytes","createdAt",
+/// A table of id, state, events, size, created, last event time, parent (when any session has
+/// one) and title. --json prints one JSON array of {"id","title","state","events","bytes","createdAt",
 /// "lastEventTime","parentSession"} (times in epoch milliseconds; null for what is absent).
 #[derive(Debug, clap::Args)]
 pub struct Args {

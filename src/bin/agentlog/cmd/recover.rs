@@ -11,7 +11,7 @@ use agentlog::session::Session;
 use crate::output::{Color, Paint};
 use crate::target::Ctx;
 
-/// Repair a session after a crash, and report exactly what was cut.
+/// Repair a session after a crash, reporting exactly what was cut
 ///
 /// By default only a torn tail is cut (an incomplete last record, which a crash in the middle
 /// of an append leaves; no acknowledged event is lost). Damage a crash cannot explain (a complete

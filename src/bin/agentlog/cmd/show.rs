@@ -17,9 +17,9 @@ use agentlog::session::SessionReader;
 use crate::output::{event_time, local_day, one_line, Color, Paint};
 use crate::target::{Ctx, Target};
 
-/// Show a session, one line per event: seq, local time, type, and a short summary.
+/// Show a session, one line per event
 ///
-/// Events inside a turn are indented by two spaces, inside a step by four. A tool call shows
+/// Each line: seq, local time, type, and a short summary. Events inside a turn are indented by two spaces, inside a step by four. A tool call shows
 /// "→ CALL_ID" and its result "↳ CALL_ID TOOL"; a call that never got a result is flagged
 /// "(no result)". Colors only on a terminal, and never when NO_COLOR is set.
 #[derive(Debug, clap::Args)]
@@ -44,7 +44,9 @@ pub struct ShowArgs {
     json: bool,
 }
 
-/// Print the last events of a session, and with -f follow the events another process appends.
+/// Print the last events of a session; with -f, follow new ones
+///
+/// With -f the command keeps printing the events another process appends (until interrupted).
 #[derive(Debug, clap::Args)]
 pub struct TailArgs {
     /// The session: an id in the store, or a session directory

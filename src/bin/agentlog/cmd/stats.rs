@@ -13,10 +13,10 @@ use agentlog::event::{decode_event, Event, EventData, Value};
 use crate::cmd::{object, print_json};
 use crate::target::Ctx;
 
-/// Print statistics of a session: events per type, turns and how they ended, steps, tokens,
-/// tool calls and failed results per tool.
+/// Print statistics of a session
 ///
-/// --json prints {"events","eventsByType":{type:n},"turns","turnsByEndReason":{reason:n},"steps",
+/// Events per type, turns and how they ended, steps, tokens, tool calls and failed results per
+/// tool. --json prints {"events","eventsByType":{type:n},"turns","turnsByEndReason":{reason:n},"steps",
 /// "tokens":{"input","output","cacheRead","cacheWrite","reasoning"},"tools":{name:{"calls",
 /// "errors"}}}.
 #[derive(Debug, clap::Args)]

@@ -10,10 +10,10 @@ use crate::cmd::{object, or_null, print_json};
 use crate::output::{Color, Paint};
 use crate::target::Ctx;
 
-/// Print the turn state (EVENTS.md §7) and what is open: turn, step, unanswered tool calls,
-/// pending approvals.
+/// Print the turn state and what is open
 ///
-/// --json prints {"state","openTurn","openStep","unansweredCalls":[callId…],
+/// The turn state of EVENTS.md §7, the open turn and step, unanswered tool calls, pending
+/// approvals, and the number of events. --json prints {"state","openTurn","openStep","unansweredCalls":[callId…],
 /// "pendingApprovals":[callId…],"events"}, with null for what is not open.
 #[derive(Debug, clap::Args)]
 pub struct Args {

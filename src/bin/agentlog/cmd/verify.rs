@@ -10,10 +10,10 @@ use crate::output::{Color, Paint};
 use crate::progress::Progress;
 use crate::target::{explain, Ctx, Target};
 
-/// Check every record (length, seq, checksum), every index against its segment, every event
-/// archive, and every lifecycle rule and projection step, without changing anything.
+/// Check every record, index, event and lifecycle rule, read-only
 ///
-/// Works while a writer appends (what it has not finished yet is not damage). Exit code 0 when
+/// Checks every record (length, seq, checksum), every index against its segment, every event
+/// archive, and every lifecycle rule and projection step, without changing anything. Works while a writer appends (what it has not finished yet is not damage). Exit code 0 when
 /// everything is sound; 1 with a report naming the segment, byte offset and seq of the damage.
 /// An incomplete last record (a crash in the middle of an append, or an append in progress) is
 /// reported but is not damage: the next writer, or `agentlog recover`, cuts it.
@@ -116,10 +116,20 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
             _ => {}
         }
     }
-    for path in &report.unchecked {
-        problems.push(format!(
-            "{}: not checked (after the damage)",
-            path.display()
+    if !report.unchecked.is_empty() {
+        let names: Vec<String> = report
+            .unchecked
+            .iter()
+            .filter_map(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        let shown = match names.as_slice() {
+            [a, b, c, _, ..] => format!("{a}, {b}, {c}, …"),
+            all => all.join(", "),
+        };
+        notes.push(format!(
+            "{} later segment(s) not checked (after the damage): {shown}",
+            names.len()
         ));
     }
     for path in &report.strays {
