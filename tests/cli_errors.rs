@@ -247,3 +247,26 @@ fn piped_output_has_no_escape_codes() {
         }
     }
 }
+
+#[test]
+fn a_closed_stdout_is_not_a_failure() {
+    let cli = Cli::new();
+    cli.import_example("tools-and-approvals", &["--id", "t"]);
+    for args in [
+        vec!["show", "t"],
+        vec!["export", "t"],
+        vec!["derive", "t"],
+        vec!["status", "t"],
+        vec!["ls"],
+        vec!["stats", "t"],
+        vec!["verify", "t"],
+    ] {
+        let mut child = cli.command(&args).spawn().unwrap();
+        // The reader goes away before the command writes (`agentlog show t | head -0`).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

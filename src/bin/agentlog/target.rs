@@ -121,6 +121,13 @@ impl Target {
 
 /// Words a library error about session `label` with what to do about it.
 pub fn explain(e: agentlog::Error, label: &str) -> anyhow::Error {
+    let e = match e {
+        // A closed stdout: kept as the I/O error, so that main can tell it apart.
+        agentlog::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            return anyhow::Error::new(source)
+        }
+        other => other,
+    };
     match &e {
         agentlog::Error::Log(log::Error::Locked { path, holder }) => anyhow!(
             "session {label} is open for writing by another process: its lock {} is held{}; stop \

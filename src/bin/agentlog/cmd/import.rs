@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         .import(input, options, |bytes| progress.set(bytes))
         .map_err(|e| refused(e, &name, ctx))?;
     progress.finish();
-    println!("{}", report.id);
+    outln!("{}", report.id)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     if args.json {
         print_json(&Value::Array(infos.iter().map(json).collect()))?;
     } else {
-        table(&infos);
+        table(&infos)?;
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -69,7 +69,7 @@ fn json(i: &SessionInfo) -> Value {
     ])
 }
 
-fn table(infos: &[SessionInfo]) {
+fn table(infos: &[SessionInfo]) -> Result<()> {
     let p = Paint::stdout();
     let with_parent = infos.iter().any(|i| i.parent_session.is_some());
     let mut rows = vec![vec![
@@ -127,6 +127,7 @@ fn table(infos: &[SessionInfo]) {
                 line.push_str("  ");
             }
         }
-        println!("{}", line.trim_end());
+        outln!("{}", line.trim_end())?;
     }
+    Ok(())
 }

@@ -47,42 +47,44 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         other => target.error(other),
     })?;
     let log = &report.log;
-    println!("{}: {log}", target.label);
+    outln!("{}: {log}", target.label)?;
     match &log.cut {
-        None => println!("  nothing was cut"),
+        None => outln!("  nothing was cut")?,
         Some(cut) => {
             let what = match cut.class {
                 DamageClass::TornTail => "torn tail",
                 DamageClass::Corruption => "damage",
             };
-            println!(
+            outln!(
                 "  {} {what} in {} at byte offset {}",
                 p.paint(Color::Yellow, "cut:"),
                 cut.at.path.display(),
                 cut.at.offset
-            );
-            println!(
+            )?;
+            outln!(
                 "    from seq {} on, {} byte(s): {}",
-                cut.first_lost_seq, cut.bytes, cut.at.kind
-            );
+                cut.first_lost_seq,
+                cut.bytes,
+                cut.at.kind
+            )?;
             for seg in &cut.dropped_segments {
-                println!("    later segment moved to damaged/: {}", seg.display());
+                outln!("    later segment moved to damaged/: {}", seg.display())?;
             }
             for copy in &cut.kept_copies {
-                println!("    copy of the damaged segment kept: {}", copy.display());
+                outln!("    copy of the damaged segment kept: {}", copy.display())?;
             }
         }
     }
     for idx in &log.indexes_rebuilt {
-        println!("  index rebuilt: {}", idx.display());
+        outln!("  index rebuilt: {}", idx.display())?;
     }
     for f in &log.removed {
-        println!("  removed a file a crashed writer left: {}", f.display());
+        outln!("  removed a file a crashed writer left: {}", f.display())?;
     }
-    println!("  {} event(s) now, turn state {}", log.events, report.state);
+    outln!("  {} event(s) now, turn state {}", log.events, report.state)?;
     let work = &report.open_work;
     if let Some((turn, _)) = work.turn {
-        println!(
+        outln!(
             "  turn {turn} is still open{}{}: an agent resuming the session closes it \
              (Session::close_open_work)",
             work.step
@@ -92,15 +94,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                 0 => String::new(),
                 n => format!(", {n} tool call(s) without a result"),
             }
-        );
+        )?;
     }
     if !report.violations.is_empty() {
-        println!(
+        outln!(
             "  {} the stored events break {} lifecycle rule(s) (first: {})",
             p.paint(Color::Red, "warning:"),
             report.violations.len(),
             report.violations[0]
-        );
+        )?;
     }
     session.close().map_err(|e| target.error(e))?;
     Ok(ExitCode::SUCCESS)

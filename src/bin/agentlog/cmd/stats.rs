@@ -45,7 +45,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     if args.json {
         print_json(&stats.to_json())?;
     } else {
-        print!("{}", stats.to_text());
+        out!("{}", stats.to_text())?;
     }
     Ok(ExitCode::SUCCESS)
 }

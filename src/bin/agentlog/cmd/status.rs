@@ -56,26 +56,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         "awaitUserConfirm" => Color::Yellow,
         _ => Color::Cyan,
     };
-    println!("session      {}", reader.meta().id);
+    outln!("session      {}", reader.meta().id)?;
     let mut state_line = p.paint(state_color, state.as_str());
     if let (None, Some((turn, reason))) = (work.turn, lifecycle.last_end()) {
         state_line.push_str(&format!(" (turn {turn} ended: {})", reason.as_str()));
     }
-    println!("state        {state_line}");
-    println!("events       {events}");
+    outln!("state        {state_line}")?;
+    outln!("events       {events}")?;
     match work.turn {
-        Some((turn, seq)) => println!("open turn    {turn} (since seq {seq})"),
-        None => println!("open turn    -"),
+        Some((turn, seq)) => outln!("open turn    {turn} (since seq {seq})")?,
+        None => outln!("open turn    -")?,
     }
     match work.step {
-        Some((step, seq)) => println!("open step    {step} (since seq {seq})"),
-        None => println!("open step    -"),
+        Some((step, seq)) => outln!("open step    {step} (since seq {seq})")?,
+        None => outln!("open step    -")?,
     }
     if work.unanswered_calls.is_empty() {
-        println!("unanswered   -");
+        outln!("unanswered   -")?;
     } else {
         for (i, c) in work.unanswered_calls.iter().enumerate() {
-            println!(
+            outln!(
                 "{}{} {} (step {}, seq {})",
                 if i == 0 {
                     "unanswered   "
@@ -86,22 +86,22 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                 c.name,
                 c.step,
                 c.seq
-            );
+            )?;
         }
     }
     if work.pending_approvals.is_empty() {
-        println!("approvals    -");
+        outln!("approvals    -")?;
     } else {
-        println!(
+        outln!(
             "approvals    {} awaiting a decision",
             p.paint(Color::Yellow, &work.pending_approvals.join(", "))
-        );
+        )?;
     }
     if let Some(seq) = work.compaction {
-        println!(
+        outln!(
             "compaction   {} since seq {seq} (no compact/end)",
             p.paint(Color::Yellow, "open")
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

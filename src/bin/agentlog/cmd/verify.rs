@@ -52,7 +52,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         }
     }
     if args.all {
-        println!(
+        outln!(
             "{} session(s) checked, {}",
             targets.len(),
             if bad == 0 {
@@ -60,7 +60,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             } else {
                 p.paint(Color::Red, &format!("{bad} with problems"))
             }
-        );
+        )?;
     }
     if bad > 0 {
         eprintln!(
@@ -84,7 +84,7 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
         Ok(r) => r,
         Err(e) => {
             let e = explain(agentlog::Error::Log(e), label);
-            println!("{} {label}: {e:#}", p.paint(Color::Red, "FAILED"));
+            outln!("{} {label}: {e:#}", p.paint(Color::Red, "FAILED"))?;
             return Ok(1);
         }
     };
@@ -186,23 +186,23 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
 
     let segments = report.segments.len();
     if problems.is_empty() {
-        println!(
+        outln!(
             "{} {label}: {events} event(s) in {segments} segment(s); every record, index, \
              lifecycle rule and projection step checked",
             p.paint(Color::Green, "ok")
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "{} {label}: {} problem(s); {events} valid event(s) in {segments} segment(s)",
             p.paint(Color::Red, "FAILED"),
             problems.len()
-        );
+        )?;
         for problem in &problems {
-            println!("  {} {problem}", p.paint(Color::Red, "-"));
+            outln!("  {} {problem}", p.paint(Color::Red, "-"))?;
         }
     }
     for note in &notes {
-        println!("  {} {note}", p.paint(Color::Yellow, "note:"));
+        outln!("  {} {note}", p.paint(Color::Yellow, "note:"))?;
     }
     Ok(problems.len())
 }
