@@ -118,7 +118,7 @@ impl VerifyReport {
 /// segment of an unsupported format version); damage is reported in the [`VerifyReport`].
 pub fn verify(dir: impl AsRef<Path>) -> Result<VerifyReport> {
     let dir = dir.as_ref();
-    let insp = recovery::inspect(dir, None, true)?;
+    let insp = recovery::inspect_with(dir, None, true, true)?;
     let events = insp.len();
     let damaged_path = insp.damage.as_ref().map(|d| d.corruption.path.clone());
     let segments = insp
@@ -330,5 +330,33 @@ mod tests {
         // The writer is undisturbed.
         assert_eq!(log.append(b"more").unwrap(), 50);
         log.close().unwrap();
+    }
+
+    #[test]
+    fn verifying_while_a_writer_appends_and_rolls_finds_no_damage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("log");
+        let (log, _) = Log::open(&dir, Options::default().segment_size(2048)).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..3000 {
+                    log.append(format!("event {i:05} and some more bytes").as_bytes())
+                        .unwrap();
+                }
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            let mut checks = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || checks < 3 {
+                let r = verify(&dir).unwrap();
+                assert!(r.is_clean(), "{r:?}");
+                assert!(r.corruption().is_none(), "{r:?}");
+                checks += 1;
+            }
+        });
+        log.close().unwrap();
+        let r = verify(&dir).unwrap();
+        assert!(r.is_clean() && r.damage.is_none(), "{r:?}");
+        assert_eq!(r.events, 3000);
     }
 }
