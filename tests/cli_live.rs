@@ -222,3 +222,62 @@ fn verify_works_while_a_writer_appends() {
     );
     drop(writer);
 }
+
+#[test]
+fn recover_cuts_the_torn_tail_a_killed_writer_left() {
+    use std::os::unix::fs::FileExt;
+
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "s"]);
+    // A writer killed (SIGKILL) after two acknowledged appends.
+    let mut child = Reap(
+        cli.command(&["append", "s", "--ack"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = child.0.stdin.take().unwrap();
+    let acks = lines_of(child.0.stdout.take().unwrap());
+    for i in 0..2u64 {
+        stdin.write_all(event(i).as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        assert_eq!(acks.recv_timeout(PATIENCE).unwrap(), (10 + i).to_string());
+    }
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    // And half a record after the last one, as a crash in the middle of an append leaves it.
+    let dir = cli.session_dir("s");
+    let report = agentlog::log::verify(&dir).unwrap();
+    assert_eq!(report.events, 12);
+    let last = report.segments.last().unwrap();
+    let seg = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&last.path)
+        .unwrap();
+    seg.write_all_at(&[0xAB; 16], last.end).unwrap();
+    drop(seg);
+
+    // verify notes it without failing; recover cuts it and says where.
+    let run = cli.run(&["verify", "s"]);
+    assert!(
+        run.ok().contains("note: incomplete last record"),
+        "{}",
+        run.stdout
+    );
+    let run = cli.run(&["recover", "s"]);
+    let out = run.ok();
+    assert!(out.contains("cut a torn tail"), "{out}");
+    assert!(out.contains("cut: torn tail in"), "{out}");
+    assert!(
+        out.contains(&format!("at byte offset {}", last.end)),
+        "{out}"
+    );
+    assert!(out.contains("from seq 12 on, 16 byte(s)"), "{out}");
+    assert!(out.contains("12 event(s) now"), "{out}");
+    // Every acknowledged event survived; the session is clean again.
+    let run = cli.run(&["verify", "s"]);
+    assert!(!run.ok().contains("note:"), "{}", run.stdout);
+    let status = parse_json(cli.run(&["status", "s", "--json"]).ok()).unwrap();
+    assert_eq!(status.get("events").unwrap().as_u64(), Some(12));
+    assert!(cli.run(&["recover", "s"]).ok().contains("nothing was cut"));
+}
