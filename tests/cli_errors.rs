@@ -270,3 +270,42 @@ fn a_closed_stdout_is_not_a_failure() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`) `show` is colored, and `NO_COLOR`
+/// (any value) turns the colors off.
+#[test]
+fn colors_only_on_a_terminal_and_never_with_no_color() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "t"]);
+    let line = format!(
+        "{} --store {} show t",
+        cli_common::BIN,
+        cli.store().display()
+    );
+    let on_tty = |no_color: Option<&str>| {
+        let mut c = std::process::Command::new("script");
+        c.args(["-qec", &line, "/dev/null"])
+            .env_remove("NO_COLOR")
+            .stdin(std::process::Stdio::null());
+        if let Some(v) = no_color {
+            c.env("NO_COLOR", v);
+        }
+        let out = c
+            .output()
+            .expect("util-linux `script` runs a command on a pseudo-terminal");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let colored = on_tty(None);
+    assert!(colored.contains("\x1b[35mturn/start"), "{colored:?}");
+    assert!(colored.contains("Fix the typo"), "{colored:?}");
+    for value in ["1", ""] {
+        let plain = on_tty(Some(value));
+        assert!(plain.contains("Fix the typo"), "{plain:?}");
+        assert!(!plain.contains('\x1b'), "NO_COLOR={value:?}: {plain:?}");
+    }
+}
