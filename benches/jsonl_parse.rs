@@ -16,7 +16,7 @@ use gen::generated_lines;
 
 /// The event lines of the example sessions (the one header line left out).
 fn example_lines() -> Vec<String> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/examples"));
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions"));
     let mut lines = Vec::new();
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .expect("examples directory")

@@ -9,7 +9,7 @@ use agentlog::event::{
 use rkyv::util::AlignedVec;
 
 fn examples() -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/examples"));
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions"));
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())

@@ -14,7 +14,7 @@ use agentlog::Error;
 use project_common::json_eq;
 
 fn examples_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/examples"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions"))
 }
 
 fn import(store: &Store, bytes: &[u8], options: ImportOptions) -> agentlog::Result<String> {

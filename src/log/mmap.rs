@@ -39,3 +39,12 @@ pub(crate) fn map_write(file: &File, len: u64) -> io::Result<MmapMut> {
     // writes go only to the allocated range (checked by the caller before each write).
     unsafe { MmapOptions::new().len(len).map_mut(file) }
 }
+
+/// A private, read-only copy of `bytes` in anonymous memory (page-aligned, like a file map): for
+/// checking a file that its writer may shrink meanwhile, which a file map cannot survive (a page
+/// beyond the end of a file is SIGBUS).
+pub(crate) fn copy_to_map(bytes: &[u8]) -> io::Result<Mmap> {
+    let mut map = MmapMut::map_anon(map_len(bytes.len() as u64)?)?;
+    map.copy_from_slice(bytes);
+    map.make_read_only()
+}

@@ -51,15 +51,17 @@ mod reader;
 mod recovery;
 mod segment;
 pub mod sim;
+mod verify;
 mod writer;
 
 pub use error::{Corruption, CorruptionKind, Error, Result};
 pub use fork::{copy_prefix, PrefixCopy};
-pub use format::{HeaderError, LogId, FORMAT_VERSION};
+pub use format::{HeaderError, IndexState, LogId, FORMAT_VERSION};
 pub use io::{OsStorage, Storage, StorageFile, Syncer};
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
 pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
 pub use options::{Durability, Options, RecoveryMode};
 pub use reader::{Iter, LogReader, Record};
 pub use recovery::{Damage, DamageClass};
+pub use verify::{verify, IndexCheck, SegmentCheck, VerifyReport};
 pub use writer::Log;

@@ -150,6 +150,18 @@ pub(crate) fn inspect(
     payload_schema: Option<u32>,
     verify_all: bool,
 ) -> Result<Inspection> {
+    inspect_with(dir, payload_schema, verify_all, false)
+}
+
+/// [`inspect`], and with `live` safe while a writer appends: a segment that may still change
+/// (the active one, whose preallocated tail the writer trims when it seals or closes it) is
+/// checked in a private copy instead of a file map.
+pub(crate) fn inspect_with(
+    dir: &Path,
+    payload_schema: Option<u32>,
+    verify_all: bool,
+    live: bool,
+) -> Result<Inspection> {
     let (bases, strays) = list_dir(dir)?;
     let mut out = Inspection {
         strays,
@@ -159,6 +171,10 @@ pub(crate) fn inspect(
         let is_last = i + 1 == bases.len();
         let next_base = bases.get(i + 1).copied();
         let view = match SegmentView::open(dir, base) {
+            Ok(v) if live && !v.is_settled() => SegmentView::snapshot(dir, base),
+            other => other,
+        };
+        let view = match view {
             Ok(v) => v,
             Err(Error::Corrupt(c)) => {
                 out.damage = Some(Damage {

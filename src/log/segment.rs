@@ -283,6 +283,67 @@ impl SegmentView {
         })
     }
 
+    /// A private copy of the segment and its index as they are now, read from the files (not
+    /// mapped): for checking a segment that its writer may trim meanwhile (a file map cannot
+    /// survive a shrink). The index is read first, so every record it names is in the copy.
+    pub(crate) fn snapshot(dir: &Path, base_seq: u64) -> Result<SegmentView> {
+        let path = dir.join(format::segment_file_name(base_seq));
+        let idx_path = dir.join(format::index_file_name(base_seq));
+        let index_bytes = std::fs::read(&idx_path).ok().filter(|b| !b.is_empty());
+        let file = File::open(&path).map_err(|e| Error::io("open segment", &path, e))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes)
+            .map_err(|e| Error::io("read segment", &path, e))?;
+        let header = SegmentHeader::decode(&bytes[..bytes.len().min(HEADER_SIZE)])
+            .map_err(|h| header_error(&path, h))?;
+        if header.base_seq != base_seq {
+            return Err(Error::corrupt(
+                &path,
+                16,
+                None,
+                CorruptionKind::BadHeader(format::HeaderError::Invalid(format!(
+                    "base seq {} does not match the file name (base {base_seq})",
+                    header.base_seq
+                ))),
+            ));
+        }
+        let map = mmap::copy_to_map(&bytes).map_err(|e| Error::io("copy segment", &path, e))?;
+        let index = index_bytes.and_then(|b| {
+            let f = File::open(&idx_path).ok()?;
+            let m = mmap::copy_to_map(&b).ok()?;
+            Some((f, m))
+        });
+        let index_len = index.as_ref().map_or(0, |(_, m)| m.len() as u64);
+        let check = RecordCheck {
+            base_seq,
+            seed: format::segment_seed(&header.log_id, base_seq),
+            max_payload: header.capacity - (HEADER_SIZE + RECORD_HEADER_SIZE) as u64,
+        };
+        Ok(SegmentView {
+            path,
+            header,
+            check,
+            file,
+            map,
+            index,
+            fallback: OnceLock::new(),
+            readable: AtomicU64::new(bytes.len() as u64),
+            index_readable: AtomicU64::new(index_len),
+        })
+    }
+
+    /// True when the segment can no longer change under this view: its index says it is sealed
+    /// or closed and the view ends where its records end (so the writer's trim of the
+    /// preallocated tail happened before the view was made).
+    pub(crate) fn is_settled(&self) -> bool {
+        self.index_header().is_some_and(|h| {
+            matches!(
+                h.state,
+                format::IndexState::Sealed | format::IndexState::Closed
+            ) && h.end == self.data().len() as u64
+        })
+    }
+
     /// The bytes that may be read now.
     pub(crate) fn data(&self) -> &[u8] {
         let n = self
@@ -348,6 +409,14 @@ impl SegmentView {
         }
         let m = self.index_bytes()?;
         let entry = format::index_entry(m, i)?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        (entry != 0).then_some(u64::from(entry))
+    }
+
+    /// The offset the index file itself names for record `i` (never the scanned fallback);
+    /// `None` when the entry is zero (not written) or beyond the file.
+    pub(crate) fn offset_of_indexed(&self, i: u64) -> Option<u64> {
+        let entry = format::index_entry(self.index_bytes()?, i)?;
         std::sync::atomic::fence(Ordering::Acquire);
         (entry != 0).then_some(u64::from(entry))
     }

@@ -8,7 +8,7 @@ use agentlog::event::{parse_event_line, parse_json, parse_jsonl, Event, Map, Mem
 
 /// The example sessions: (name, events, expected neutral projection).
 pub fn examples() -> Vec<(String, Vec<Event>, Value)> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/examples"));
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions"));
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())

@@ -1,0 +1,57 @@
+//! `agentlog derive SESSION [--at SEQ] [--format neutral|openai|anthropic]`.
+
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Result};
+
+use agentlog::project::{render, Format};
+
+use crate::cmd::print_json;
+use crate::target::Ctx;
+
+/// Print the model-visible history as JSON
+///
+/// The projection of EVENTS.md §5, as one line of JSON. neutral: an array of {"role","content"} messages (the *.messages.json shape); openai: the
+/// chat completions "messages" array; anthropic: {"system","messages"}.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session: an id in the store, or a session directory
+    session: String,
+    /// The history when the log held N events (events with seq < N); default: all of them
+    #[arg(long, value_name = "N")]
+    at: Option<u64>,
+    /// The shape of the output
+    #[arg(long, value_enum, default_value_t = FormatArg::Neutral)]
+    format: FormatArg,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Neutral,
+    Openai,
+    Anthropic,
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    let target = ctx.resolve(&args.session)?;
+    let reader = target.reader()?;
+    let n = match args.at {
+        Some(at) if at > reader.len() => {
+            return Err(anyhow!(
+                "--at {at}: session {} holds {} events",
+                target.label,
+                reader.len()
+            ))
+        }
+        Some(at) => at,
+        None => reader.len(),
+    };
+    let messages = reader.derive_at(n).map_err(|e| target.error(e))?;
+    let format = match args.format {
+        FormatArg::Neutral => Format::Neutral,
+        FormatArg::Openai => Format::OpenAi,
+        FormatArg::Anthropic => Format::Anthropic,
+    };
+    print_json(&render(format, &messages))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,130 @@
+//! `agentlog export SESSION [--header] [-o FILE]`: canonical JSONL.
+
+use std::fs::OpenOptions;
+use std::io::BufWriter;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Result};
+
+use crate::progress::Progress;
+use crate::target::Ctx;
+
+/// Write a session as canonical JSONL
+///
+/// The canonical JSONL of EVENTS.md §4, to stdout or a file. A canonical file imported and exported again is the same, byte for byte (with --header when
+/// it started with a session header). With -o the file is written atomically: to a temporary
+/// file beside it, then renamed, so a failure leaves nothing half-written.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session: an id in the store, or a session directory
+    session: String,
+    /// Write the session header line first
+    #[arg(long)]
+    header: bool,
+    /// Write to FILE (created with mode 0600, replaced atomically) instead of stdout
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    let target = ctx.resolve(&args.session)?;
+    let reader = target.reader()?;
+    let progress = Progress::events(reader.len(), "exporting");
+    match &args.output {
+        None => {
+            let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            reader
+                .export(out, args.header, |n| progress.set(n))
+                .map_err(|e| target.error(e))?;
+        }
+        Some(path) => {
+            write_atomically(path, |out| {
+                reader
+                    .export(out, args.header, |n| progress.set(n))
+                    .map(|_| ())
+                    .map_err(|e| target.error(e))
+            })?;
+        }
+    }
+    progress.finish();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `path` through a temporary file in the same directory, synced and renamed over it; the
+/// temporary file is removed when anything fails.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow!("cannot write {}: not a file name", path.display()))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| -> Result<()> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .map_err(|e| anyhow!("cannot create {}: {e}", temp.display()))?;
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        write(&mut out)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| anyhow!("cannot write {}: {}", temp.display(), e.error()))?;
+        file.sync_all()
+            .map_err(|e| anyhow!("cannot sync {}: {e}", temp.display()))?;
+        std::fs::rename(&temp, path).map_err(|e| {
+            anyhow!(
+                "cannot rename {} to {}: {e}",
+                temp.display(),
+                path.display()
+            )
+        })?;
+        // The rename is durable once the directory is synced.
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.map_err(|e| e.context(format!("nothing was written to {}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_failed_write_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("agentlog-export-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.jsonl");
+        std::fs::write(&path, b"old\n").unwrap();
+        let err = write_atomically(&path, |out| {
+            out.write_all(b"half")?;
+            Err(anyhow!("boom"))
+        })
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("boom"));
+        assert_eq!(std::fs::read(&path).unwrap(), b"old\n");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        write_atomically(&path, |out| Ok(out.write_all(b"new\n")?)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

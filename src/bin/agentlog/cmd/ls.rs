@@ -1,0 +1,133 @@
+//! `agentlog ls [--json] [--all]`: the sessions of the store.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use agentlog::event::Value;
+use agentlog::store::SessionInfo;
+
+use crate::cmd::{object, or_null, print_json};
+use crate::output::{date_time, size, Color, Paint};
+use crate::target::{explain, Ctx};
+
+/// List the sessions of the store
+///
+/// A table of id, state, events, size, created, last event time, parent (when any session has
+/// one) and title. --json prints one JSON array of {"id","title","state","events","bytes","createdAt",
+/// "lastEventTime","parentSession"} (times in epoch milliseconds; null for what is absent).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON array
+    #[arg(long)]
+    json: bool,
+    /// Include deleted sessions (not yet removed by garbage collection)
+    #[arg(long)]
+    all: bool,
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    let mut infos = Vec::new();
+    let mut failed = false;
+    if ctx.exists() {
+        let store = ctx.open_store()?;
+        let ids = store
+            .ids(args.all)
+            .map_err(|e| anyhow::anyhow!("cannot list store {}: {e}", ctx.shown()))?;
+        for id in ids {
+            match store.info(&id) {
+                Ok(info) => infos.push(info),
+                Err(e) => {
+                    eprintln!("error: {:#}", explain(e, &id));
+                    failed = true;
+                }
+            }
+        }
+    }
+    if args.json {
+        print_json(&Value::Array(infos.iter().map(json).collect()))?;
+    } else {
+        table(&infos)?;
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn json(i: &SessionInfo) -> Value {
+    object(vec![
+        ("id", i.id.clone().into()),
+        ("title", or_null(i.title.clone())),
+        ("state", i.state.as_str().into()),
+        ("events", i.events.into()),
+        ("bytes", i.bytes.into()),
+        ("createdAt", i.created_at.into()),
+        ("lastEventTime", or_null(i.last_event_time)),
+        ("parentSession", or_null(i.parent_session.clone())),
+    ])
+}
+
+fn table(infos: &[SessionInfo]) -> Result<()> {
+    let p = Paint::stdout();
+    let with_parent = infos.iter().any(|i| i.parent_session.is_some());
+    let mut rows = vec![vec![
+        "ID".to_string(),
+        "STATE".into(),
+        "EVENTS".into(),
+        "SIZE".into(),
+        "CREATED".into(),
+        "LAST EVENT".into(),
+    ]];
+    if with_parent {
+        rows[0].push("PARENT".into());
+    }
+    rows[0].push("TITLE".into());
+    for i in infos {
+        let mut row = vec![
+            i.id.clone(),
+            i.state.as_str().to_string(),
+            i.events.to_string(),
+            size(i.bytes),
+            date_time(i.created_at),
+            i.last_event_time.map_or("-".into(), date_time),
+        ];
+        if with_parent {
+            row.push(i.parent_session.clone().unwrap_or_else(|| "-".into()));
+        }
+        row.push(i.title.clone().unwrap_or_default());
+        rows.push(row);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for (n, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let last = c + 1 == columns;
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            // Numbers right-aligned.
+            let text = if c == 2 || c == 3 {
+                format!("{}{cell}", " ".repeat(pad))
+            } else if last {
+                cell.clone()
+            } else {
+                format!("{cell}{}", " ".repeat(pad))
+            };
+            let text = match (n, c) {
+                (0, _) => p.paint(Color::Bold, &text),
+                (_, 0) => p.paint(Color::Cyan, &text),
+                (_, 1) if cell != "active" => p.paint(Color::Yellow, &text),
+                _ => text,
+            };
+            line.push_str(&text);
+            if !last {
+                line.push_str("  ");
+            }
+        }
+        outln!("{}", line.trim_end())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! One module per command group.
+
+pub mod append;
+pub mod derive;
+pub mod export;
+pub mod import;
+pub mod ls;
+pub mod recover;
+pub mod show;
+pub mod stats;
+pub mod status;
+pub mod verify;
+
+use std::io::Write;
+
+use agentlog::event::{Map, Value};
+
+/// Writes one line of JSON to standard output.
+pub fn print_json(value: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{value}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// A JSON object from members in order (names are unique by construction at the call sites).
+pub fn object(members: Vec<(&str, Value)>) -> Value {
+    let mut m = Map::new();
+    for (k, v) in members {
+        // A repeated name would be a bug at the call site; the first one wins.
+        let _ = m.push(k, v);
+    }
+    Value::Object(m)
+}
+
+/// `Some(x)` as a JSON value, `None` as `null`.
+pub fn or_null<T: Into<Value>>(v: Option<T>) -> Value {
+    v.map_or(Value::Null, Into::into)
+}

@@ -1,0 +1,678 @@
+//! `agentlog show` and `agentlog tail`: one line per event, turns and steps indented, tool calls
+//! paired with their results.
+
+use std::collections::HashSet;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use agentlog::event::{
+    decode_event, Block, Chunk, Event, EventData, EventType, JsonlWriter, SurfaceOp, ToolContent,
+    Value,
+};
+use agentlog::session::SessionReader;
+
+use crate::output::{event_time, local_day, one_line, Color, Paint};
+use crate::target::{Ctx, Target};
+
+/// Show a session, one line per event
+///
+/// Each line: seq, local time, type, and a short summary. Events inside a turn are indented by two spaces, inside a step by four. A tool call shows
+/// "→ CALL_ID" and its result "↳ CALL_ID TOOL"; a call that never got a result is flagged
+/// "(no result)". Colors only on a terminal, and never when NO_COLOR is set.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// The session: an id in the store, or a session directory
+    session: String,
+    /// The first seq shown
+    #[arg(long, value_name = "SEQ")]
+    from: Option<u64>,
+    /// The last seq shown
+    #[arg(long, value_name = "SEQ")]
+    to: Option<u64>,
+    /// Only events of these types: a type (tool/call) or a domain (tool); repeat or separate
+    /// with commas
+    #[arg(long = "type", value_name = "TYPE", value_delimiter = ',')]
+    types: Vec<String>,
+    /// Only the events of turn N (from its turn/start to its turn/end)
+    #[arg(long, value_name = "N")]
+    turn: Option<u64>,
+    /// Print the selected events as canonical JSONL instead
+    #[arg(long)]
+    json: bool,
+}
+
+/// Print the last events of a session; with -f, follow new ones
+///
+/// With -f the command keeps printing the events another process appends (until interrupted).
+#[derive(Debug, clap::Args)]
+pub struct TailArgs {
+    /// The session: an id in the store, or a session directory
+    session: String,
+    /// Keep printing events as they are appended (until interrupted)
+    #[arg(short, long)]
+    follow: bool,
+    /// How many of the last events to print first
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+    lines: u64,
+    /// Print canonical JSONL instead
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run_show(ctx: &Ctx, args: ShowArgs) -> Result<ExitCode> {
+    let target = ctx.resolve(&args.session)?;
+    let reader = target.reader()?;
+    let len = reader.len();
+    let from = args.from.unwrap_or(0);
+    let end = args.to.map_or(len, |t| t.saturating_add(1).min(len));
+    let filter = Filter {
+        types: args.types,
+        turn: args.turn,
+    };
+    let mut view = View::new(&reader, &target, args.json, false)?;
+    view.date = spans_days(&reader, from, end, false);
+    view.print(&reader, from, end, &filter)?;
+    view.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_tail(ctx: &Ctx, args: TailArgs) -> Result<ExitCode> {
+    let target = ctx.resolve(&args.session)?;
+    let mut reader = target.reader()?;
+    let len = reader.len();
+    let from = len.saturating_sub(args.lines);
+    let filter = Filter::default();
+    let mut view = View::new(&reader, &target, args.json, args.follow)?;
+    view.date = spans_days(&reader, from, len, args.follow);
+    view.print(&reader, from, len, &filter)?;
+    view.flush()?;
+    if !args.follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut done = len;
+    loop {
+        let now = reader
+            .wait(Duration::from_millis(500))
+            .map_err(|e| target.error(e))?;
+        if now > done {
+            view.print(&reader, done, now, &filter)?;
+            view.flush()?;
+            done = now;
+        }
+    }
+}
+
+/// True when the events shown fall on more than one local day (or, when following, not on today).
+fn spans_days(reader: &SessionReader, from: u64, end: u64, follow: bool) -> bool {
+    let day = |seq: u64| reader.get(seq).ok().and_then(|e| local_day(e.time()));
+    let first = if from < end { day(from) } else { None };
+    let last = end.checked_sub(1).filter(|&l| l >= from).and_then(day);
+    let today = follow
+        .then(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+        })
+        .flatten()
+        .and_then(|d| local_day(d.as_millis() as i64));
+    let days: HashSet<_> = [first, last, today].into_iter().flatten().collect();
+    days.len() > 1
+}
+
+#[derive(Debug, Default)]
+struct Filter {
+    types: Vec<String>,
+    turn: Option<u64>,
+}
+
+impl Filter {
+    fn accepts(&self, type_name: &str, turn: Option<u64>) -> bool {
+        let type_ok = self.types.is_empty()
+            || self.types.iter().any(|t| {
+                type_name == t
+                    || type_name
+                        .strip_prefix(t.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            });
+        let turn_ok = self.turn.is_none() || self.turn == turn;
+        type_ok && turn_ok
+    }
+}
+
+/// A tool call of the open turn.
+#[derive(Debug, Clone)]
+struct Call {
+    seq: u64,
+    id: String,
+    name: String,
+    step: Option<u64>,
+    answered: bool,
+    /// Already shown as having no result (on its own line or a step's end).
+    flagged: bool,
+}
+
+/// Where an event stands, and what it pairs with.
+#[derive(Debug, Default)]
+struct Placed {
+    depth: usize,
+    /// The turn the event belongs to (turn/start and turn/end included).
+    turn: Option<u64>,
+    /// For a tool result: the call it answers (id, tool name, the call's seq).
+    answers: Option<(String, String, Option<u64>)>,
+    /// For step/end and turn/end: calls left without a result (id, tool name).
+    unanswered: Vec<(String, String)>,
+}
+
+/// The open turn, step and calls, as events go by.
+#[derive(Debug, Default)]
+struct Layout {
+    turn: Option<u64>,
+    step: Option<u64>,
+    calls: Vec<Call>,
+}
+
+/// The types that change the layout; the others only need their depth.
+fn shapes_layout(t: Option<EventType>) -> bool {
+    matches!(
+        t,
+        Some(
+            EventType::TurnStart
+                | EventType::TurnEnd
+                | EventType::StepStart
+                | EventType::StepEnd
+                | EventType::ToolCall
+                | EventType::ToolResult
+        )
+    )
+}
+
+impl Layout {
+    fn depth(&self) -> usize {
+        match (self.turn, self.step) {
+            (None, _) => 0,
+            (Some(_), None) => 1,
+            (Some(_), Some(_)) => 2,
+        }
+    }
+
+    fn observe(&mut self, e: &Event) -> Placed {
+        let mut placed = Placed {
+            depth: self.depth(),
+            turn: self.turn,
+            ..Placed::default()
+        };
+        match &e.data {
+            EventData::TurnStart(d) => {
+                self.turn = Some(d.turn);
+                self.step = None;
+                self.calls.clear();
+                placed.depth = 0;
+                placed.turn = Some(d.turn);
+            }
+            EventData::TurnEnd(d) => {
+                placed.depth = 0;
+                placed.turn = Some(d.turn);
+                placed.unanswered = self.take_unanswered(None);
+                self.turn = None;
+                self.step = None;
+                self.calls.clear();
+            }
+            EventData::StepStart(d) => {
+                self.step = Some(d.step);
+                placed.depth = 1;
+            }
+            EventData::StepEnd(d) => {
+                placed.depth = 1;
+                placed.unanswered = self.take_unanswered(Some(d.step));
+                self.step = None;
+            }
+            EventData::ToolCall(d) => self.calls.push(Call {
+                seq: e.seq,
+                id: d.call_id.clone(),
+                name: d.name.clone(),
+                step: Some(d.step),
+                answered: false,
+                flagged: false,
+            }),
+            EventData::ToolResult(d) => {
+                let by_id = d.call_id.present();
+                let source = e
+                    .source_event_seqs
+                    .as_ref()
+                    .and_then(|s| s.first().copied());
+                let found = match (by_id, source) {
+                    (Some(id), _) => self.calls.iter().position(|c| &c.id == id),
+                    (None, Some(src)) => self.calls.iter().position(|c| c.seq == src),
+                    (None, None) => None,
+                }
+                .or_else(|| {
+                    self.calls.iter().position(|c| {
+                        !c.answered && c.step == Some(d.step) && c.name == d.message.tool_name
+                    })
+                });
+                placed.answers = match found {
+                    Some(i) => {
+                        let c = &mut self.calls[i];
+                        c.answered = true;
+                        Some((c.id.clone(), c.name.clone(), Some(c.seq)))
+                    }
+                    None => by_id.map(|id| (id.clone(), d.message.tool_name.clone(), None)),
+                };
+            }
+            _ => {}
+        }
+        placed
+    }
+
+    /// The calls (of `step`, or of the whole turn) without a result and not yet flagged.
+    fn take_unanswered(&mut self, step: Option<u64>) -> Vec<(String, String)> {
+        self.calls
+            .iter_mut()
+            .filter(|c| !c.answered && !c.flagged && (step.is_none() || c.step == step))
+            .map(|c| {
+                c.flagged = true;
+                (c.id.clone(), c.name.clone())
+            })
+            .collect()
+    }
+}
+
+/// What is known of every call before printing: which ones are answered somewhere in the log,
+/// and which belong to the step still open at its end.
+struct Known {
+    /// The log's length when surveyed.
+    len: u64,
+    answered: HashSet<u64>,
+    open_step: HashSet<u64>,
+}
+
+fn survey(reader: &SessionReader, target: &Target) -> Result<Known> {
+    let mut layout = Layout::default();
+    let mut answered = HashSet::new();
+    // Damage ends the survey; the printing reaches it and reports it after the events before it.
+    for event in reader.events() {
+        let Ok(event) = event else { break };
+        if !shapes_layout(event.event_type()) {
+            continue;
+        }
+        let Ok(owned) = decode(event, target) else {
+            break;
+        };
+        if let Some((_, _, Some(call_seq))) = layout.observe(&owned).answers {
+            answered.insert(call_seq);
+        }
+    }
+    let open_step = layout
+        .calls
+        .iter()
+        .filter(|c| layout.step.is_some() && c.step == layout.step)
+        .map(|c| c.seq)
+        .collect();
+    Ok(Known {
+        len: reader.len(),
+        answered,
+        open_step,
+    })
+}
+
+fn decode(event: &agentlog::event::ArchivedEvent, target: &Target) -> Result<Event> {
+    decode_event(event).map_err(|source| {
+        target.error(agentlog::Error::Archive {
+            seq: Some(event.seq()),
+            source,
+        })
+    })
+}
+
+/// The printer: the layout so far, what is known of the calls, and the output.
+struct View<'t> {
+    target: &'t Target,
+    out: BufWriter<std::io::StdoutLock<'static>>,
+    paint: Paint,
+    json: bool,
+    follow: bool,
+    date: bool,
+    layout: Layout,
+    /// Events observed so far (the layout covers seqs below this).
+    seen: u64,
+    known: Option<Known>,
+}
+
+impl<'t> View<'t> {
+    fn new(reader: &SessionReader, target: &'t Target, json: bool, follow: bool) -> Result<Self> {
+        Ok(View {
+            target,
+            out: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+            paint: Paint::stdout(),
+            json,
+            follow,
+            date: false,
+            layout: Layout::default(),
+            seen: 0,
+            known: if json {
+                None
+            } else {
+                Some(survey(reader, target)?)
+            },
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Prints the events with seqs in `from..end` that the filter accepts (observing every
+    /// event before them for the layout).
+    fn print(
+        &mut self,
+        reader: &SessionReader,
+        from: u64,
+        end: u64,
+        filter: &Filter,
+    ) -> Result<()> {
+        if self.json {
+            return self.print_json(reader, from, end, filter);
+        }
+        for event in reader.range(self.seen..end) {
+            let event = event.map_err(|e| self.target.error(e))?;
+            let seq = event.seq();
+            let visible = seq >= from;
+            if !visible && !shapes_layout(event.event_type()) {
+                continue;
+            }
+            let owned = decode(event, self.target)?;
+            let placed = self.layout.observe(&owned);
+            let no_result = self.no_result(&owned);
+            if let (Some(flag), Some(call)) = (no_result, self.layout.calls.last_mut()) {
+                if call.seq == seq {
+                    call.flagged = flag;
+                }
+            }
+            if visible && filter.accepts(owned.type_name(), placed.turn) {
+                let line = self.line(&owned, &placed, no_result == Some(true));
+                writeln!(self.out, "{line}")?;
+            }
+        }
+        self.seen = self.seen.max(end);
+        Ok(())
+    }
+
+    /// For a tool call: whether to flag it "(no result)" on its own line.
+    fn no_result(&self, e: &Event) -> Option<bool> {
+        let EventData::ToolCall(_) = &e.data else {
+            return None;
+        };
+        let known = self.known.as_ref()?;
+        if e.seq >= known.len {
+            // Appended while following: flagged when its step ends without a result.
+            return Some(false);
+        }
+        let answered = known.answered.contains(&e.seq);
+        let still_open = self.follow && known.open_step.contains(&e.seq);
+        Some(!answered && !still_open)
+    }
+
+    fn line(&self, e: &Event, placed: &Placed, no_result: bool) -> String {
+        let p = self.paint;
+        let type_name = e.type_name();
+        let color = type_color(e);
+        let mut line = format!(
+            "{} {} {}{}",
+            p.paint(Color::Dim, &format!("{:>6}", e.seq)),
+            p.paint(Color::Dim, &event_time(e.time, self.date)),
+            "  ".repeat(placed.depth),
+            p.paint(color, &format!("{type_name:<17}")),
+        );
+        let summary = summary(e, placed, p);
+        if !summary.is_empty() {
+            line.push(' ');
+            line.push_str(&summary);
+        }
+        if no_result {
+            line.push(' ');
+            line.push_str(&p.paint(Color::Red, "(no result)"));
+        }
+        if !placed.unanswered.is_empty() {
+            let calls: Vec<String> = placed
+                .unanswered
+                .iter()
+                .map(|(id, name)| format!("{id} {name}"))
+                .collect();
+            line.push(' ');
+            line.push_str(&p.paint(Color::Red, &format!("(no result: {})", calls.join(", "))));
+        }
+        line.trim_end().to_string()
+    }
+
+    fn print_json(
+        &mut self,
+        reader: &SessionReader,
+        from: u64,
+        end: u64,
+        filter: &Filter,
+    ) -> Result<()> {
+        let start = if filter.turn.is_some() {
+            self.seen
+        } else {
+            from
+        };
+        let mut w = JsonlWriter::new(&mut self.out);
+        for event in reader.range(start..end) {
+            let event = event.map_err(|e| self.target.error(e))?;
+            let mut turn = self.layout.turn;
+            if filter.turn.is_some()
+                && matches!(
+                    event.event_type(),
+                    Some(EventType::TurnStart | EventType::TurnEnd)
+                )
+            {
+                let owned = decode(event, self.target)?;
+                turn = self.layout.observe(&owned).turn;
+            }
+            if event.seq() >= from && filter.accepts(event.type_name(), turn) {
+                w.write_archived(event)?;
+            }
+        }
+        self.seen = self.seen.max(end);
+        Ok(())
+    }
+}
+
+fn type_color(e: &Event) -> Color {
+    match &e.data {
+        EventData::TurnStart(_) | EventData::TurnEnd(_) => Color::Magenta,
+        EventData::StepStart(_) | EventData::StepEnd(_) => Color::Blue,
+        EventData::UserMessage(_) => Color::Green,
+        EventData::AssistantMessage(_) => Color::Cyan,
+        EventData::AssistantChunk(_) => Color::Dim,
+        EventData::ToolCall(_) => Color::Yellow,
+        EventData::ToolResult(d) if d.message.is_error => Color::Red,
+        EventData::ToolResult(_) => Color::Yellow,
+        EventData::SystemMessage(_) => Color::Magenta,
+        EventData::ApprovalRequest(_) | EventData::ApprovalDecision(_) => Color::Yellow,
+        EventData::Error(_) => Color::Red,
+        EventData::CompactStart(_) | EventData::CompactSummary(_) | EventData::CompactEnd(_) => {
+            Color::Blue
+        }
+        EventData::SandboxEvent(_) | EventData::Unknown(_) => Color::Dim,
+    }
+}
+
+const TEXT: usize = 80;
+const ARGS: usize = 60;
+
+/// The blocks of a message as one short line.
+fn blocks_text(blocks: &[Block]) -> String {
+    let parts: Vec<String> = blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text { text, .. } => text.clone(),
+            Block::Reasoning { text, .. } => format!("(thinking) {text}"),
+            Block::ToolUse { id, name, .. } => format!("[tool_use {id} {name}]"),
+            Block::ToolResult { tool_use_id, .. } => format!("[tool_result {tool_use_id}]"),
+            Block::Other(_) => format!("[{}]", b.type_name()),
+        })
+        .collect();
+    one_line(&parts.join(" "), TEXT)
+}
+
+/// The first `max` characters of `text`, as they are (shown quoted and escaped).
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+fn content_text(c: &ToolContent) -> String {
+    match c {
+        ToolContent::Text(s) => one_line(s, ARGS),
+        ToolContent::Blocks(b) => one_line(&blocks_text(b), ARGS),
+    }
+}
+
+fn summary(e: &Event, placed: &Placed, p: Paint) -> String {
+    let mut s = match &e.data {
+        EventData::TurnStart(d) => format!("turn {}", d.turn),
+        EventData::TurnEnd(d) => {
+            let kind = d.reason.kind.as_str();
+            let color = if kind == "completed" {
+                Color::Green
+            } else {
+                Color::Red
+            };
+            let mut s = format!("turn {} {}", d.turn, p.paint(color, kind));
+            if let Some(err) = d.reason.error.present() {
+                let msg = err.message.present().or(err.code.present());
+                if let Some(m) = msg {
+                    s.push_str(&format!(": {}", one_line(m, TEXT)));
+                }
+            }
+            s
+        }
+        EventData::StepStart(d) => {
+            let mut s = format!("turn {} step {}", d.turn, d.step);
+            if let Some(model) = d
+                .request
+                .present()
+                .and_then(|r| r.get("model"))
+                .and_then(Value::as_str)
+            {
+                s.push_str(&format!(
+                    " {}",
+                    p.paint(Color::Dim, &format!("model={model}"))
+                ));
+            }
+            s
+        }
+        EventData::StepEnd(d) => format!("turn {} step {}", d.turn, d.step),
+        EventData::UserMessage(d) => blocks_text(&d.content),
+        EventData::SystemMessage(d) => blocks_text(&d.content),
+        EventData::AssistantMessage(d) => {
+            let mut s = if d.message.content.is_empty() {
+                p.paint(Color::Dim, "(empty)")
+            } else {
+                blocks_text(&d.message.content)
+            };
+            if let Some(u) = d.usage.present() {
+                s.push_str(&format!(
+                    " {}",
+                    p.paint(
+                        Color::Dim,
+                        &format!("[{} in, {} out tokens]", u.input_tokens, u.output_tokens)
+                    )
+                ));
+            }
+            s
+        }
+        EventData::AssistantChunk(d) => match &d.chunk {
+            Chunk::TextDelta { text, .. } => format!("{:?}", cut(text, TEXT)),
+            Chunk::ReasoningDelta { text, .. } => format!("(thinking) {:?}", cut(text, TEXT)),
+            Chunk::ToolCallDelta {
+                id,
+                name,
+                arguments,
+                ..
+            } => [id.present(), name.present(), arguments.present()]
+                .into_iter()
+                .flatten()
+                .map(|s| one_line(s, ARGS))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Chunk::Other(_) => format!("[{}]", d.chunk.type_name()),
+        },
+        EventData::ToolCall(d) => format!(
+            "{} {} {}",
+            d.name,
+            one_line(&d.arguments, ARGS),
+            p.paint(Color::Yellow, &format!("→ {}", d.call_id))
+        ),
+        EventData::ToolResult(d) => {
+            let pair = match &placed.answers {
+                Some((id, name, _)) => format!("↳ {id} {name}"),
+                None => format!("↳ ? {}", d.message.tool_name),
+            };
+            let mut s = format!(
+                "{}: {}",
+                p.paint(Color::Yellow, &pair),
+                content_text(&d.message.content)
+            );
+            if d.message.is_error {
+                s.push_str(&format!(" {}", p.paint(Color::Red, "(error)")));
+            }
+            s
+        }
+        EventData::ApprovalRequest(d) => {
+            let mut s = format!("{} {}", d.call_id, d.tool);
+            if let Some(r) = d.reason.present() {
+                s.push_str(&format!(": {}", one_line(r, TEXT)));
+            }
+            s
+        }
+        EventData::ApprovalDecision(d) => {
+            let color = match d.decision.as_str() {
+                "approved" => Color::Green,
+                _ => Color::Red,
+            };
+            let mut s = format!("{} {}", d.call_id, p.paint(color, d.decision.as_str()));
+            if let Some(by) = d.by.present() {
+                s.push_str(&format!(" by {by}"));
+            }
+            if let Some(n) = d.note.present() {
+                s.push_str(&format!(": {}", one_line(n, TEXT)));
+            }
+            s
+        }
+        EventData::SandboxEvent(d) => {
+            let mut s = d.kind.clone();
+            if let Some(detail) = d.detail.present() {
+                s.push_str(&format!(" {}", one_line(&detail.to_string(), TEXT)));
+            }
+            s
+        }
+        EventData::Error(d) => one_line(&d.message, TEXT),
+        EventData::CompactStart(d) => format!("seqs {}..{}", d.start_seq, d.end_seq),
+        EventData::CompactSummary(d) => format!(
+            "seqs {}..{}: {}",
+            d.start_seq,
+            d.end_seq,
+            one_line(&d.summary, TEXT)
+        ),
+        EventData::CompactEnd(d) => if d.ok { "ok" } else { "failed" }.to_string(),
+        EventData::Unknown(u) => one_line(&Value::Object(u.data.clone()).to_string(), TEXT),
+    };
+    if let Some(SurfaceOp::Replace {
+        start_seq, end_seq, ..
+    }) = &e.surface_op
+    {
+        s.push_str(&format!(
+            " {}",
+            p.paint(
+                Color::Blue,
+                &format!("[replaces seqs {start_seq}..{end_seq}]")
+            )
+        ));
+    }
+    s
+}

@@ -1,0 +1,107 @@
+//! `agentlog status SESSION [--json]`: the turn state and what is open.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use agentlog::event::Value;
+
+use crate::cmd::{object, or_null, print_json};
+use crate::output::{Color, Paint};
+use crate::target::Ctx;
+
+/// Print the turn state and what is open
+///
+/// The turn state of EVENTS.md §7, the open turn and step, unanswered tool calls, pending
+/// approvals, and the number of events. --json prints {"state","openTurn","openStep","unansweredCalls":[callId…],
+/// "pendingApprovals":[callId…],"events"}, with null for what is not open.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session: an id in the store, or a session directory
+    session: String,
+    /// Print one JSON object
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    let target = ctx.resolve(&args.session)?;
+    let reader = target.reader()?;
+    let lifecycle = reader.lifecycle().map_err(|e| target.error(e))?;
+    let state = lifecycle.state();
+    let work = lifecycle.open_work();
+    let events = reader.len();
+    if args.json {
+        let ids = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
+        print_json(&object(vec![
+            ("state", state.as_str().into()),
+            ("openTurn", or_null(work.turn.map(|(t, _)| t))),
+            ("openStep", or_null(work.step.map(|(s, _)| s))),
+            (
+                "unansweredCalls",
+                ids(work
+                    .unanswered_calls
+                    .iter()
+                    .map(|c| c.call_id.clone())
+                    .collect()),
+            ),
+            ("pendingApprovals", ids(work.pending_approvals.clone())),
+            ("events", events.into()),
+        ]))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let p = Paint::stdout();
+    let state_color = match state.as_str() {
+        "idle" => Color::Green,
+        "awaitUserConfirm" => Color::Yellow,
+        _ => Color::Cyan,
+    };
+    outln!("session      {}", reader.meta().id)?;
+    let mut state_line = p.paint(state_color, state.as_str());
+    if let (None, Some((turn, reason))) = (work.turn, lifecycle.last_end()) {
+        state_line.push_str(&format!(" (turn {turn} ended: {})", reason.as_str()));
+    }
+    outln!("state        {state_line}")?;
+    outln!("events       {events}")?;
+    match work.turn {
+        Some((turn, seq)) => outln!("open turn    {turn} (since seq {seq})")?,
+        None => outln!("open turn    -")?,
+    }
+    match work.step {
+        Some((step, seq)) => outln!("open step    {step} (since seq {seq})")?,
+        None => outln!("open step    -")?,
+    }
+    if work.unanswered_calls.is_empty() {
+        outln!("unanswered   -")?;
+    } else {
+        for (i, c) in work.unanswered_calls.iter().enumerate() {
+            outln!(
+                "{}{} {} (step {}, seq {})",
+                if i == 0 {
+                    "unanswered   "
+                } else {
+                    "             "
+                },
+                p.paint(Color::Yellow, &c.call_id),
+                c.name,
+                c.step,
+                c.seq
+            )?;
+        }
+    }
+    if work.pending_approvals.is_empty() {
+        outln!("approvals    -")?;
+    } else {
+        outln!(
+            "approvals    {} awaiting a decision",
+            p.paint(Color::Yellow, &work.pending_approvals.join(", "))
+        )?;
+    }
+    if let Some(seq) = work.compaction {
+        outln!(
+            "compaction   {} since seq {seq} (no compact/end)",
+            p.paint(Color::Yellow, "open")
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,105 @@
+//! `agentlog`: the command line over the agentlog library. One file per command group in `cmd/`.
+//!
+//! Exit codes: 0 success, 1 failure (the message on stderr starts with `error:`), 2 usage.
+#![deny(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+/// `println!` that returns the error of a closed stdout instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` that returns the error of a closed stdout instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+mod cmd;
+mod output;
+mod progress;
+mod target;
+
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::target::Ctx;
+
+const AFTER_HELP: &str = "\
+A SESSION is a session id in the store, or the path of a session directory (one that holds
+session.json; an argument containing '/' or naming an existing directory is a path).
+
+Exit codes: 0 success, 1 failure (a message on stderr starting with \"error:\"), 2 usage.";
+
+/// Append-only, checksummed logs of LLM agent sessions: import, inspect, follow, verify, recover.
+#[derive(Debug, Parser)]
+#[command(name = "agentlog", version, after_help = AFTER_HELP, max_term_width = 100)]
+struct Cli {
+    /// The store directory [default: $AGENTLOG_STORE, else ./.agentlog]
+    #[arg(long, global = true, value_name = "DIR")]
+    store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Import(cmd::import::Args),
+    Export(cmd::export::Args),
+    Append(cmd::append::Args),
+    Show(cmd::show::ShowArgs),
+    Tail(cmd::show::TailArgs),
+    Derive(cmd::derive::Args),
+    Status(cmd::status::Args),
+    Verify(cmd::verify::Args),
+    Recover(cmd::recover::Args),
+    Ls(cmd::ls::Args),
+    Stats(cmd::stats::Args),
+}
+
+fn main() -> ExitCode {
+    // Usage errors print clap's message and exit 2.
+    let cli = Cli::parse();
+    let ctx = Ctx::new(cli.store);
+    let result = match cli.command {
+        Command::Import(a) => cmd::import::run(&ctx, a),
+        Command::Export(a) => cmd::export::run(&ctx, a),
+        Command::Append(a) => cmd::append::run(&ctx, a),
+        Command::Show(a) => cmd::show::run_show(&ctx, a),
+        Command::Tail(a) => cmd::show::run_tail(&ctx, a),
+        Command::Derive(a) => cmd::derive::run(&ctx, a),
+        Command::Status(a) => cmd::status::run(&ctx, a),
+        Command::Verify(a) => cmd::verify::run(&ctx, a),
+        Command::Recover(a) => cmd::recover::run(&ctx, a),
+        Command::Ls(a) => cmd::ls::run(&ctx, a),
+        Command::Stats(a) => cmd::stats::run(&ctx, a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// True when the error is a closed standard output (`agentlog show x | head`): not a failure.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == ErrorKind::BrokenPipe)
+    })
+}

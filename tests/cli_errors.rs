@@ -1,0 +1,320 @@
+//! Errors and exit codes: refused imports write nothing, usage errors exit 2, every other
+//! failure exits 1 with `error: …` saying what to do; no panics, no escape codes when piped.
+
+mod cli_common;
+
+use agentlog::store::Store;
+use cli_common::{example, Cli};
+
+fn fix_typo_lines() -> Vec<String> {
+    std::fs::read_to_string(example("fix-typo.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn jsonl(lines: &[String]) -> Vec<u8> {
+    lines
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn refused_imports_leave_nothing_behind() {
+    let cli = Cli::new();
+    cli.import_example("coding-session", &[]);
+    let listed = cli.run(&["ls", "--json"]).ok().to_string();
+    let entries = cli.session_entries();
+    let good = fix_typo_lines();
+
+    // A lifecycle violation on line 6: a second turn/start while turn 1 is open.
+    let mut lifecycle = good.clone();
+    lifecycle[5] = r#"{"type":"turn/start","seq":5,"time":1755000000050,"data":{"turn":2}}"#.into();
+    // A syntax error on line 3.
+    let mut syntax = good.clone();
+    syntax[2] = syntax[2].replacen(',', ";", 1);
+    // A seq gap on line 4.
+    let mut gap = good.clone();
+    gap[3] = gap[3].replace(r#""seq":3"#, r#""seq":4"#);
+    // A blank line (line 5).
+    let mut blank = good.clone();
+    blank.insert(4, String::new());
+
+    for (what, lines, line) in [
+        ("lifecycle", lifecycle, 6),
+        ("syntax", syntax, 3),
+        ("seq gap", gap, 4),
+        ("blank line", blank, 5),
+    ] {
+        let path = cli.dir.path().join("bad.jsonl");
+        std::fs::write(&path, jsonl(&lines)).unwrap();
+        let run = cli.run(&["import", path.to_str().unwrap(), "--id", "bad"]);
+        let err = run.fails(1);
+        assert!(err.starts_with("error: "), "{what}: {err}");
+        assert!(err.contains(&format!("line {line}")), "{what}: {err}");
+        assert!(err.contains("nothing was written"), "{what}: {err}");
+        assert_eq!(run.stdout, "", "{what}");
+        assert_eq!(cli.run(&["ls", "--json"]).ok(), listed, "{what}");
+        assert_eq!(cli.session_entries(), entries, "{what}: leftovers");
+    }
+
+    // The syntax error names its column too.
+    let mut syntax = good.clone();
+    syntax[2] = syntax[2].replacen(',', ";", 1);
+    let run = cli.run_with(&["import", "-"], &jsonl(&syntax));
+    assert!(run.fails(1).contains("line 3, column "), "{}", run.stderr);
+    assert_eq!(cli.session_entries(), entries);
+
+    // An id that exists is refused, and the session is left as it was.
+    let run = cli.run(&["import", example("coding-session.jsonl").to_str().unwrap()]);
+    let err = run.fails(1);
+    assert!(err.contains("exists already"), "{err}");
+    assert!(err.contains("--id"), "{err}");
+    assert_eq!(cli.run(&["ls", "--json"]).ok(), listed);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let cli = Cli::new();
+    for args in [
+        vec![],
+        vec!["frobnicate"],
+        vec!["show"],
+        vec!["export"],
+        vec!["derive", "x", "--format", "xml"],
+        vec!["tail", "x", "-n", "many"],
+        vec!["verify"],
+        vec!["verify", "x", "--all"],
+        vec!["ls", "--bogus"],
+    ] {
+        let run = cli.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(!run.stderr.is_empty(), "{args:?}");
+        assert!(!run.stderr.contains("panicked"), "{args:?}");
+    }
+    // Help is not an error.
+    assert!(cli.run(&["--help"]).ok().contains("Exit codes"));
+    assert!(cli
+        .run(&["append", "--help"])
+        .ok()
+        .contains("stay appended"));
+}
+
+#[test]
+fn unknown_sessions_bad_ids_and_missing_files_are_clear_errors() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "typo"]);
+    for cmd in [
+        "show", "export", "status", "derive", "verify", "tail", "stats",
+    ] {
+        let run = cli.run(&[cmd, "nope"]);
+        let err = run.fails(1);
+        assert!(
+            err.starts_with("error: no session \"nope\" in store "),
+            "{cmd}: {err}"
+        );
+        assert!(err.contains("agentlog ls"), "{cmd}: {err}");
+    }
+    let run = cli.run(&["append", "nope"]);
+    assert!(run.fails(1).contains("no session \"nope\""));
+
+    // An invalid id is never a path.
+    let run = cli.run(&[
+        "import",
+        example("fix-typo.jsonl").to_str().unwrap(),
+        "--id",
+        "../x",
+    ]);
+    let err = run.fails(1);
+    assert!(err.contains("invalid session id \"../x\""), "{err}");
+    assert!(!cli.store().join("x").exists());
+    let run = cli.run(&["show", "bad id!"]);
+    assert!(
+        run.fails(1).contains("invalid session id"),
+        "{}",
+        run.stderr
+    );
+    // A SESSION with a slash is a path, and ../x is no session directory.
+    let run = cli.run(&["show", "../x"]);
+    let err = run.fails(1);
+    assert!(err.contains("no session at \"../x\""), "{err}");
+    assert!(err.contains("session directory"), "{err}");
+
+    // A session directory given by path works like its id.
+    let dir = cli.session_dir("typo");
+    let by_path = cli.run(&["status", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(by_path.ok(), cli.run(&["status", "typo", "--json"]).ok());
+
+    // Missing files.
+    let run = cli.run(&["import", "/nonexistent/file.jsonl"]);
+    let err = run.fails(1);
+    assert!(err.contains("cannot read /nonexistent/file.jsonl"), "{err}");
+    let out = cli.dir.path().join("no-such-dir").join("out.jsonl");
+    let run = cli.run(&["export", "typo", "-o", out.to_str().unwrap()]);
+    assert!(
+        run.fails(1).contains("nothing was written"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.parent().unwrap().exists());
+
+    // An unknown store lists nothing and is not created by reading.
+    let other = cli.dir.path().join("other");
+    let run = cli
+        .command(&["ls", "--json"])
+        .arg("--store")
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(run.stdout, b"[]\n");
+    assert!(!other.exists());
+}
+
+#[test]
+fn the_store_comes_from_the_environment_by_default() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "typo"]);
+    let out = std::process::Command::new(cli_common::BIN)
+        .args(["status", "typo", "--json"])
+        .env("AGENTLOG_STORE", cli.store())
+        .current_dir(cli.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Without it, ./.agentlog (which has no such session).
+    let out = std::process::Command::new(cli_common::BIN)
+        .args(["status", "typo"])
+        .env_remove("AGENTLOG_STORE")
+        .current_dir(cli.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("./.agentlog"));
+}
+
+#[test]
+fn a_locked_session_names_the_lock_and_its_holder() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "typo"]);
+    let store = Store::open(cli.store()).unwrap();
+    let (writer, _) = store.open_session("typo").unwrap();
+    let run = cli.run_with(&["append", "typo"], b"{\"type\":\"x/y\",\"data\":{}}\n");
+    let err = run.fails(1);
+    assert!(err.contains("LOCK"), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())),
+        "{err}"
+    );
+    assert!(err.contains("stop the other writer"), "{err}");
+    let run = cli.run(&["recover", "typo"]);
+    assert!(run.fails(1).contains("stop the other writer"));
+    // Reading works while it writes.
+    cli.run(&["show", "typo"]).ok();
+    drop(writer);
+    // The lock goes with the last descriptor of its file: a child that another test of this
+    // binary spawns at this moment holds a copy until it execs. Then it is free.
+    let mut run = cli.run_with(&["append", "typo"], b"{\"type\":\"x/y\",\"data\":{}}\n");
+    for _ in 0..100 {
+        if run.code == 0 || !run.stderr.contains("open for writing by another process") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        run = cli.run_with(&["append", "typo"], b"{\"type\":\"x/y\",\"data\":{}}\n");
+    }
+    run.ok();
+}
+
+#[test]
+fn piped_output_has_no_escape_codes() {
+    let cli = Cli::new();
+    cli.import_example("tools-and-approvals", &["--id", "t"]);
+    for args in [
+        vec!["show", "t"],
+        vec!["tail", "t"],
+        vec!["ls"],
+        vec!["status", "t"],
+        vec!["verify", "t"],
+        vec!["stats", "t"],
+    ] {
+        for no_color in [false, true] {
+            let mut c = cli.command(&args);
+            if no_color {
+                c.env("NO_COLOR", "1");
+            }
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{args:?}");
+            assert!(!out.stdout.is_empty(), "{args:?}");
+            assert!(!out.stdout.contains(&0x1b), "{args:?}");
+            assert!(!out.stderr.contains(&0x1b), "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_failure() {
+    let cli = Cli::new();
+    cli.import_example("tools-and-approvals", &["--id", "t"]);
+    for args in [
+        vec!["show", "t"],
+        vec!["export", "t"],
+        vec!["derive", "t"],
+        vec!["status", "t"],
+        vec!["ls"],
+        vec!["stats", "t"],
+        vec!["verify", "t"],
+    ] {
+        let mut child = cli.command(&args).spawn().unwrap();
+        // The reader goes away before the command writes (`agentlog show t | head -0`).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// On a terminal (a pseudo-terminal from util-linux `script`) `show` is colored, and `NO_COLOR`
+/// (any value) turns the colors off.
+#[test]
+fn colors_only_on_a_terminal_and_never_with_no_color() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "t"]);
+    let line = format!(
+        "{} --store {} show t",
+        cli_common::BIN,
+        cli.store().display()
+    );
+    let on_tty = |no_color: Option<&str>| {
+        let mut c = std::process::Command::new("script");
+        c.args(["-qec", &line, "/dev/null"])
+            .env_remove("NO_COLOR")
+            .stdin(std::process::Stdio::null());
+        if let Some(v) = no_color {
+            c.env("NO_COLOR", v);
+        }
+        let out = c
+            .output()
+            .expect("util-linux `script` runs a command on a pseudo-terminal");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let colored = on_tty(None);
+    assert!(colored.contains("\x1b[35mturn/start"), "{colored:?}");
+    assert!(colored.contains("Fix the typo"), "{colored:?}");
+    for value in ["1", ""] {
+        let plain = on_tty(Some(value));
+        assert!(plain.contains("Fix the typo"), "{plain:?}");
+        assert!(!plain.contains('\x1b'), "NO_COLOR={value:?}: {plain:?}");
+    }
+}
