@@ -10,7 +10,7 @@ use agentlog::Error;
 
 fn example(name: &str) -> Vec<u8> {
     std::fs::read(
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/examples")).join(name),
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions")).join(name),
     )
     .unwrap()
 }

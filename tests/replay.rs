@@ -9,7 +9,7 @@ use agentlog::session::{replay, ReplayCall, ToolExecutor, ToolOutput};
 use agentlog::store::{ImportOptions, Store};
 
 fn import(store: &Store, name: &str) -> String {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/examples")).join(name);
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions")).join(name);
     let bytes = std::fs::read(path).unwrap();
     store
         .import(&bytes[..], ImportOptions::default(), |_| {})
