@@ -3,6 +3,7 @@
 
 use std::io::{self, BufRead, Write};
 
+use super::blocks::ToolContent;
 use super::decode::{decode_event, decode_event_with, decode_line, to_value, Decoded};
 use super::error::{LineError, ParseError, ParseErrorKind};
 use super::parse::{parse_json_text, parse_line};
@@ -74,6 +75,16 @@ pub fn parse_json(text: &str) -> Result<Value, ParseError> {
         e.offset = e.offset.map(|o| o + skipped);
         e.in_text(bytes)
     })
+}
+
+/// Parses a tool's output as `tool/result` holds it (`message.content`): a JSON string, or an
+/// array of content blocks (checked like any event's blocks).
+pub fn parse_tool_content(text: &str) -> Result<ToolContent, ParseError> {
+    parse_json_text(text)
+        .and_then(|raw| {
+            <ToolContent as super::decode::Decode>::decode(raw, super::decode::Path::Root)
+        })
+        .map_err(|e| e.in_text(text.as_bytes()))
 }
 
 impl std::str::FromStr for Event {

@@ -82,8 +82,8 @@ pub use data::{
 };
 pub use error::{ParseError, ParseErrorKind};
 pub use jsonl::{
-    parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl, Draft,
-    JsonlReader, JsonlWriter, Line,
+    parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl,
+    parse_tool_content, Draft, JsonlReader, JsonlWriter, Line,
 };
 pub use parse::MAX_DEPTH;
 pub use types::{

@@ -424,7 +424,14 @@ macro_rules! display_json {
         })+
     };
 }
-display_json!(Value, ArchivedValue, Map, ArchivedMap);
+display_json!(
+    Value,
+    ArchivedValue,
+    Map,
+    ArchivedMap,
+    ToolContent,
+    ArchivedToolContent
+);
 
 #[cfg(test)]
 mod tests {

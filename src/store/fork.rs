@@ -52,7 +52,18 @@ impl Store {
     /// Creates session `id` (a new id when `None`) holding the first events of session `parent`
     /// up to `at`. Returns its id. Works while a writer appends to the parent.
     pub fn fork(&self, parent: &str, at: ForkPoint, id: Option<String>) -> Result<ForkReport> {
-        let reader = self.reader(parent)?;
+        self.fork_from(&self.reader(parent)?, at, id)
+    }
+
+    /// Like [`Store::fork`], from a session opened for reading (it may live in another store or
+    /// directory; the new session is created in this store).
+    pub fn fork_from(
+        &self,
+        reader: &SessionReader,
+        at: ForkPoint,
+        id: Option<String>,
+    ) -> Result<ForkReport> {
+        let parent = reader.meta().id.as_str();
         let n = match at {
             ForkPoint::At(n) => {
                 if n > reader.len() {
@@ -63,7 +74,7 @@ impl Store {
                 }
                 n
             }
-            ForkPoint::Turn(t) => turn_end_len(&reader, t)?,
+            ForkPoint::Turn(t) => turn_end_len(reader, t)?,
         };
         let id = id.unwrap_or_else(new_id);
         let dir = self.session_dir(&id)?;

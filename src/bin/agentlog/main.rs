@@ -65,6 +65,9 @@ enum Command {
     Status(cmd::status::Args),
     Verify(cmd::verify::Args),
     Recover(cmd::recover::Args),
+    Close(cmd::close::Args),
+    Fork(cmd::fork::Args),
+    Replay(cmd::replay::Args),
     Ls(cmd::ls::Args),
     Stats(cmd::stats::Args),
 }
@@ -83,6 +86,9 @@ fn main() -> ExitCode {
         Command::Status(a) => cmd::status::run(&ctx, a),
         Command::Verify(a) => cmd::verify::run(&ctx, a),
         Command::Recover(a) => cmd::recover::run(&ctx, a),
+        Command::Close(a) => cmd::close::run(&ctx, a),
+        Command::Fork(a) => cmd::fork::run(&ctx, a),
+        Command::Replay(a) => cmd::replay::run(&ctx, a),
         Command::Ls(a) => cmd::ls::run(&ctx, a),
         Command::Stats(a) => cmd::stats::run(&ctx, a),
     };

@@ -81,7 +81,7 @@ fn table(infos: &[SessionInfo]) -> Result<()> {
         "LAST EVENT".into(),
     ]];
     if with_parent {
-        rows[0].push("PARENT".into());
+        rows[0].push("FORKED FROM".into());
     }
     rows[0].push("TITLE".into());
     for i in infos {
@@ -94,7 +94,12 @@ fn table(infos: &[SessionInfo]) -> Result<()> {
             i.last_event_time.map_or("-".into(), date_time),
         ];
         if with_parent {
-            row.push(i.parent_session.clone().unwrap_or_else(|| "-".into()));
+            // Lineage: the parent and how many of its events the fork started with.
+            row.push(match (&i.parent_session, i.seed_length) {
+                (Some(p), Some(n)) => format!("{p}@{n}"),
+                (Some(p), None) => p.clone(),
+                (None, _) => "-".into(),
+            });
         }
         row.push(i.title.clone().unwrap_or_default());
         rows.push(row);

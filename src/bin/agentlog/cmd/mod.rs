@@ -1,11 +1,14 @@
 //! One module per command group.
 
 pub mod append;
+pub mod close;
 pub mod derive;
 pub mod export;
+pub mod fork;
 pub mod import;
 pub mod ls;
 pub mod recover;
+pub mod replay;
 pub mod show;
 pub mod stats;
 pub mod status;
