@@ -188,8 +188,8 @@ fn sealed_segments_are_shared_and_copied_before_a_change() {
         assert_eq!(std::fs::metadata(&shared).unwrap().nlink(), 2);
     }
     let mut b = parent_bytes.clone();
-    let len = b.len();
-    b[len - 10] ^= 0xff;
+    // In the payload of the segment's first record.
+    b[64 + 16 + 4] ^= 0xff;
     // Write through the link (as a disk error would): both see it.
     std::fs::OpenOptions::new()
         .write(true)

@@ -44,6 +44,13 @@ pub trait StorageFile: Send + Sync {
     fn set_len(&mut self, len: u64) -> io::Result<()>;
     /// Makes bytes `offset..offset + len` zero, keeping the size.
     fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<()>;
+    /// Gives the disk space of bytes `offset..offset + len` back (they read as zeros), keeping
+    /// the file's size: readers that map the file never find its end moved under them. A file
+    /// system that cannot do it keeps the space; the bytes are zero either way.
+    fn deallocate(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
     /// A handle that makes the written data durable; usable while the file is being written.
     fn syncer(&self) -> Arc<dyn Syncer>;
     /// The writer will not write into this file again (a segment being sealed or closed): drop
@@ -221,6 +228,23 @@ impl StorageFile for OsFile {
 
     fn release_writes(&mut self) {
         self.map = None;
+    }
+
+    fn deallocate(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        let end = offset.saturating_add(len).min(self.len);
+        if end <= offset {
+            return Ok(());
+        }
+        match rustix::fs::fallocate(
+            &*self.file,
+            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+            offset,
+            end - offset,
+        ) {
+            Ok(()) => Ok(()),
+            Err(e) if unsupported(&io::Error::from(e)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

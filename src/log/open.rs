@@ -35,6 +35,8 @@ pub struct RecoveryReport {
     pub indexes_rebuilt: Vec<PathBuf>,
     /// Files a crashed writer left behind, removed.
     pub removed: Vec<PathBuf>,
+    /// Junk found after the complete records of sealed segments, zeroed (no record was lost).
+    pub junk_cleared: Vec<Corruption>,
 }
 
 /// A part of the log that opening removed.
@@ -87,6 +89,13 @@ impl std::fmt::Display for RecoveryReport {
                     c.dropped_segments.len()
                 )?;
             }
+        }
+        if !self.junk_cleared.is_empty() {
+            write!(
+                f,
+                "; zeroed stray bytes after the records of {} sealed segment(s)",
+                self.junk_cleared.len()
+            )?;
         }
         if !self.indexes_rebuilt.is_empty() {
             write!(f, "; rebuilt {} index file(s)", self.indexes_rebuilt.len())?;
@@ -147,6 +156,10 @@ fn repair(
     for stray in std::mem::take(&mut insp.strays) {
         std::fs::remove_file(&stray).map_err(|e| Error::io("remove stray file", &stray, e))?;
         report.removed.push(stray);
+    }
+    for junk in std::mem::take(&mut insp.junk) {
+        clear_junk(options, &junk)?;
+        report.junk_cleared.push(junk);
     }
     if let Some(d) = insp.damage.take() {
         let mut cut = Cut {
@@ -229,10 +242,7 @@ fn repair(
             }
         } else if keep_open && big_enough {
             active = Some(reopen_active(dir, options, plan, report)?);
-        } else if !plan.index_trusted
-            || plan.file_len != plan.end
-            || plan.index_state != Some(IndexState::Sealed)
-        {
+        } else if !plan.index_trusted || plan.index_state != Some(IndexState::Sealed) {
             seal_plan(dir, options, &plan, report)?;
         }
     }
@@ -266,24 +276,44 @@ fn repair(
     Ok((writer, views, next_seq))
 }
 
-/// Rewrites the index of a segment that stays sealed, from the offsets found by scanning, and
-/// trims the segment to its records.
+/// Zeroes (and gives back) the bytes after the records of a sealed segment.
+fn clear_junk(options: &Options, junk: &Corruption) -> Result<()> {
+    let path = &junk.path;
+    super::fork::unshare(path)?;
+    let len = std::fs::metadata(path)
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    let mut seg = options
+        .storage
+        .open(path, false, len)
+        .map_err(|e| Error::io("open segment", path, e))?;
+    let tail = len.saturating_sub(junk.offset);
+    seg.zero_range(junk.offset, tail)
+        .and_then(|()| seg.deallocate(junk.offset, tail))
+        .and_then(|()| seg.syncer().sync_data())
+        .map_err(|e| Error::io("zero the tail of", path, e))
+}
+
+/// Rewrites the index of a segment that stays sealed (from the offsets found by scanning), and
+/// gives back the space after its records (the file keeps its length; the tail reads as zeros).
 fn seal_plan(
     dir: &Path,
     options: &Options,
     plan: &SegmentPlan,
     report: &mut RecoveryReport,
 ) -> Result<()> {
-    if plan.file_len != plan.end {
+    if plan.scanned.is_some() && plan.file_len > plan.end {
+        // Whatever follows the records (a torn tail, garbage) is cut; a segment shared with a
+        // fork is copied first.
         super::fork::unshare(&plan.view.path)?;
-    }
-    let mut seg = options
-        .storage
-        .open(&plan.view.path, false, plan.view.header.capacity)
-        .map_err(|e| Error::io("open segment", &plan.view.path, e))?;
-    if plan.file_len != plan.end {
-        seg.set_len(plan.end)
-            .map_err(|e| Error::io("trim segment", &plan.view.path, e))?;
+        let mut seg = options
+            .storage
+            .open(&plan.view.path, false, plan.view.header.capacity)
+            .map_err(|e| Error::io("open segment", &plan.view.path, e))?;
+        let tail = plan.file_len - plan.end;
+        seg.zero_range(plan.end, tail)
+            .and_then(|()| seg.deallocate(plan.end, tail))
+            .map_err(|e| Error::io("cut the tail of", &plan.view.path, e))?;
         seg.syncer()
             .sync_data()
             .map_err(|e| Error::io("fdatasync", &plan.view.path, e))?;

@@ -71,6 +71,9 @@ pub(crate) struct Inspection {
     pub dropped: Vec<u64>,
     /// Files a crashed writer left behind (temporary segment files, indexes without segment).
     pub strays: Vec<PathBuf>,
+    /// Non-zero bytes after the complete records of a sealed segment (whose tail must read as
+    /// zeros): no record is lost, the bytes are zeroed (strict mode refuses them).
+    pub junk: Vec<Corruption>,
 }
 
 impl Inspection {
@@ -91,6 +94,11 @@ impl Inspection {
 
     /// The error the recovery mode raises for the damage found, if any.
     pub(crate) fn refusal(&self, mode: RecoveryMode) -> Option<Error> {
+        if mode == RecoveryMode::Strict {
+            if let Some(j) = self.junk.first() {
+                return Some(Error::TornTail(Box::new(j.clone())));
+            }
+        }
         let d = self.damage.as_ref()?;
         match (d.class, mode) {
             (_, RecoveryMode::Salvage) => None,
@@ -236,9 +244,9 @@ pub(crate) fn inspect_with(
             out.dropped = bases[i + 1..].to_vec();
             return Ok(out);
         }
-        let plan = plan_segment(view, is_last, next_base, verify_all);
-        let (plan, damage) = plan;
+        let (plan, damage, junk) = plan_segment(view, is_last, next_base, verify_all);
         out.segments.push(plan);
+        out.junk.extend(junk);
         if let Some(d) = damage {
             out.damage = Some(d);
             out.dropped = bases[i + 1..].to_vec();
@@ -253,7 +261,7 @@ fn plan_segment(
     is_last: bool,
     next_base: Option<u64>,
     verify_all: bool,
-) -> (SegmentPlan, Option<Damage>) {
+) -> (SegmentPlan, Option<Damage>, Option<Corruption>) {
     let file_len = view.data().len() as u64;
     let base = view.header.base_seq;
     let index = view.index_header();
@@ -279,7 +287,7 @@ fn plan_segment(
             scanned: None,
             view,
         };
-        return (plan, None);
+        return (plan, None, None);
     }
     let data = view.data();
     let s = segment::scan(data, HEADER_SIZE as u64, base, &view.check);
@@ -299,6 +307,7 @@ fn plan_segment(
         None if s.end < synced => Some((s.end, Fault::EndsEarly { claimed: synced })),
         other => other,
     };
+    let mut junk = None;
     let damage = match stop {
         None => None,
         Some((offset, fault)) => {
@@ -327,6 +336,22 @@ fn plan_segment(
                     None if matches!(fault, Fault::EndsEarly { .. }) => Some(DamageClass::TornTail),
                     _ => None,
                 }
+            } else if ends
+                && after.is_none()
+                && !is_last
+                && !unfinished_seal
+                && next_base == Some(seq)
+            {
+                // A sealed segment holding every record, with junk in its tail (which reads as
+                // zeros): nothing is lost; the bytes are zeroed when a writer opens the log.
+                let end = nonzero_end.unwrap_or(offset);
+                junk = Some(Corruption {
+                    path: view.path.clone(),
+                    offset,
+                    seq: None,
+                    kind: super::error::CorruptionKind::TrailingBytes(end - offset),
+                });
+                None
             } else if !(is_last || unfinished_seal)
                 || after.is_some()
                 || (complete_but_bad && offset < synced)
@@ -366,5 +391,5 @@ fn plan_segment(
         scanned: (!index_right).then_some(s.offsets),
         view,
     };
-    (plan, damage)
+    (plan, damage, junk)
 }

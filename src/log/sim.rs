@@ -552,6 +552,15 @@ impl StorageFile for SimFile {
     fn release_writes(&mut self) {
         self.file.release_writes();
     }
+
+    fn deallocate(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        // The bytes read as zeros afterwards: recorded as a zeroing.
+        self.op(
+            OpKind::ZeroRange,
+            || Op::Zero { offset, len },
+            |f| f.deallocate(offset, len),
+        )
+    }
 }
 
 struct SimSyncer {

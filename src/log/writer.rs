@@ -117,16 +117,22 @@ impl Active {
         Ok(())
     }
 
-    /// Cuts the preallocated space after the records and writes the final index header.
+    /// Gives back the preallocated space after the records, syncs, and writes the final index
+    /// header.
     fn finish(&mut self, state: IndexState) -> Result<()> {
         // Unmap first: syncing pages the writer still maps writable means write-protecting each
         // of them, a TLB shootdown that interrupts the appending thread page after page.
         self.seg.release_writes();
-        self.sync_segment()?;
         self.view.shrink_readable(self.end);
-        self.seg
-            .set_len(self.end)
-            .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
+        // The file keeps its length (its tail reads as zeros): a reader in another process that
+        // maps it never finds the end of the file moved under it (SIGBUS). Punched before the
+        // sync, so the preallocated zero pages are not written out.
+        let len = self.seg.len();
+        if len > self.end {
+            self.seg
+                .deallocate(self.end, len - self.end)
+                .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
+        }
         self.sync_segment()?;
         self.synced_end = self.end;
         // The index is not trimmed: readers in other processes may have it mapped and look at

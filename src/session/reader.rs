@@ -126,13 +126,15 @@ impl SessionReader {
         }
     }
 
-    /// Bytes of the session's files on disk (segments, indexes, metadata).
+    /// Bytes the session's files take on disk (segments, indexes, metadata): the blocks
+    /// allocated, as `du` counts them (the deallocated tail of a sealed segment takes none).
     pub fn bytes_on_disk(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
         std::fs::read_dir(&self.dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok()?.metadata().ok())
                     .filter(|m| m.is_file())
-                    .map(|m| m.len())
+                    .map(|m| m.blocks() * 512)
                     .sum()
             })
             .unwrap_or(0)
