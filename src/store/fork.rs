@@ -7,7 +7,10 @@ use crate::event::ArchivedEventData;
 use crate::log::{self, PrefixCopy};
 use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
 
-use super::{Store, StoreNotice, SESSIONS_DIR};
+use super::Store;
+
+/// The prefix of the hidden folder a fork is built in.
+pub(crate) const FORK_PREFIX: &str = ".fork-";
 
 /// Where to fork.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +80,6 @@ impl Store {
             ForkPoint::Turn(t) => turn_end_len(reader, t)?,
         };
         let id = id.unwrap_or_else(new_id);
-        let dir = self.session_dir(&id)?;
-        if dir.exists() {
-            return Err(Error::Exists(id));
-        }
         let parent_meta = reader.meta();
         let mut meta = SessionMeta::new(id.clone(), now_ms());
         meta.title = parent_meta.title.clone();
@@ -90,35 +89,14 @@ impl Store {
         meta.state = SessionState::Active;
         meta.parent_session = Some(parent_meta.id.clone());
         meta.seed_length = Some(n);
-        let sessions = self.root.join(SESSIONS_DIR);
-        let temp = sessions.join(format!(".fork-{}", new_id()));
-        let result = (|| -> Result<PrefixCopy> {
-            crate::session::create_private_dir(&temp)?;
+        let copy = self.build_session(&id, FORK_PREFIX, |temp| {
+            crate::session::create_private_dir(temp)?;
             // Held while the fork is built, so a garbage collection leaves the folder alone.
-            let _lock = log::lock_dir(&temp)?;
-            let copy = log::copy_prefix(reader.dir(), &temp, n)?;
-            meta.save(&temp)?;
+            let _lock = log::lock_dir(temp)?;
+            let copy = log::copy_prefix(reader.dir(), temp, n)?;
+            meta.save(temp)?;
             Ok(copy)
-        })();
-        let copy = match result {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&temp);
-                return Err(e);
-            }
-        };
-        if dir.exists() {
-            let _ = std::fs::remove_dir_all(&temp);
-            return Err(Error::Exists(id));
-        }
-        std::fs::rename(&temp, &dir).map_err(|e| {
-            let _ = std::fs::remove_dir_all(&temp);
-            Error::io("rename", &temp, e)
         })?;
-        std::fs::File::open(&sessions)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io("sync directory", &sessions, e))?;
-        self.subscribers.send(&[StoreNotice::Created(id.clone())]);
         Ok(ForkReport {
             id,
             events: n,

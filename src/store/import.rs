@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::event::{Draft, JsonlReader, Line, SessionHeader};
 use crate::session::{new_id, now_ms, Session, SessionMeta};
 
-use super::{Store, StoreNotice, SESSIONS_DIR};
+use super::Store;
 
 const TEMP_PREFIX: &str = ".import-";
 
@@ -80,10 +80,7 @@ impl Store {
             Some(id) => id,
             None => new_id(),
         };
-        let dir = self.session_dir(&id)?;
-        if dir.exists() {
-            return Err(Error::Exists(id));
-        }
+        self.session_dir(&id)?;
         let mut meta = match &header {
             Some(h) => SessionMeta::from_header(h),
             None => SessionMeta::new(id.clone(), now_ms()),
@@ -92,14 +89,12 @@ impl Store {
         if options.title.is_some() {
             meta.title = options.title;
         }
-        let sessions = self.root.join(SESSIONS_DIR);
-        let temp = sessions.join(format!("{TEMP_PREFIX}{}", new_id()));
-        let result = (|| -> Result<u64> {
+        let events = self.build_session(&id, TEMP_PREFIX, |temp| {
             let mut opts = self.config.session_options();
             // The file's seqs are kept: chunks are never dropped on import.
             opts.keep_raw_chunks = true;
             opts.log.durability = crate::log::Durability::Os;
-            let session = Session::create(&temp, meta, opts)?;
+            let session = Session::create(temp, meta, opts)?;
             let mut n = 0u64;
             let header_lines = u64::from(header.is_some());
             let mut pending = first;
@@ -130,27 +125,8 @@ impl Store {
             session.sync()?;
             session.close()?;
             Ok(n)
-        })();
-        let events = match result {
-            Ok(n) => n,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&temp);
-                return Err(e);
-            }
-        };
-        if dir.exists() {
-            let _ = std::fs::remove_dir_all(&temp);
-            return Err(Error::Exists(id));
-        }
-        std::fs::rename(&temp, &dir).map_err(|e| {
-            let _ = std::fs::remove_dir_all(&temp);
-            Error::io("rename", &temp, e)
         })?;
-        std::fs::File::open(&sessions)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io("sync directory", &sessions, e))?;
         progress(lines.bytes_read());
-        self.subscribers.send(&[StoreNotice::Created(id.clone())]);
         Ok(ImportReport {
             id,
             events,
@@ -166,7 +142,7 @@ pub(crate) fn remove_leftovers(sessions: &Path) -> Result<()> {
         let name = entry.file_name();
         if name
             .to_str()
-            .is_some_and(|n| n.starts_with(TEMP_PREFIX) || n.starts_with(".fork-"))
+            .is_some_and(|n| n.starts_with(TEMP_PREFIX) || n.starts_with(super::fork::FORK_PREFIX))
         {
             let p = entry.path();
             // An import still running holds its session's lock: leave it alone.

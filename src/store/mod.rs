@@ -199,6 +199,44 @@ impl Store {
         Ok(session)
     }
 
+    /// Builds a new session `id` in a hidden folder of the store with `build` (given the folder,
+    /// which does not exist yet), then moves it into place: all or nothing. A failure, or an id
+    /// taken meanwhile, leaves nothing behind.
+    pub(crate) fn build_session<T>(
+        &self,
+        id: &str,
+        prefix: &str,
+        build: impl FnOnce(&Path) -> Result<T>,
+    ) -> Result<T> {
+        let dir = self.session_dir(id)?;
+        if dir.exists() {
+            return Err(Error::Exists(id.to_string()));
+        }
+        let sessions = self.root.join(SESSIONS_DIR);
+        let temp = sessions.join(format!("{prefix}{}", new_id()));
+        let value = match build(&temp) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&temp);
+                return Err(e);
+            }
+        };
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(Error::Exists(id.to_string()));
+        }
+        std::fs::rename(&temp, &dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&temp);
+            Error::io("rename", &temp, e)
+        })?;
+        std::fs::File::open(&sessions)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", &sessions, e))?;
+        self.subscribers
+            .send(&[StoreNotice::Created(id.to_string())]);
+        Ok(value)
+    }
+
     /// Opens session `id` for writing (recovering it after a crash as the configuration allows).
     pub fn open_session(&self, id: &str) -> Result<(Session, OpenReport)> {
         let dir = self.existing_dir(id)?;
