@@ -61,6 +61,17 @@ pub(crate) struct RecordCheck {
     pub max_payload: u64,
 }
 
+impl RecordCheck {
+    /// What the records of the segment with this header are checked against.
+    pub(crate) fn of(header: &SegmentHeader) -> RecordCheck {
+        RecordCheck {
+            base_seq: header.base_seq,
+            seed: format::segment_seed(&header.log_id, header.base_seq),
+            max_payload: header.capacity - (HEADER_SIZE + RECORD_HEADER_SIZE) as u64,
+        }
+    }
+}
+
 /// A valid record found at some offset.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Found<'a> {
@@ -265,11 +276,7 @@ impl SegmentView {
             index_len = len;
             Some((f, m))
         });
-        let check = RecordCheck {
-            base_seq,
-            seed: format::segment_seed(&header.log_id, base_seq),
-            max_payload: header.capacity - (HEADER_SIZE + RECORD_HEADER_SIZE) as u64,
-        };
+        let check = RecordCheck::of(&header);
         Ok(SegmentView {
             path,
             header,
@@ -314,11 +321,7 @@ impl SegmentView {
             Some((f, m))
         });
         let index_len = index.as_ref().map_or(0, |(_, m)| m.len() as u64);
-        let check = RecordCheck {
-            base_seq,
-            seed: format::segment_seed(&header.log_id, base_seq),
-            max_payload: header.capacity - (HEADER_SIZE + RECORD_HEADER_SIZE) as u64,
-        };
+        let check = RecordCheck::of(&header);
         Ok(SegmentView {
             path,
             header,
