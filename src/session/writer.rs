@@ -294,9 +294,26 @@ impl Session {
     /// Appends several events at once: every one is checked first (in order, each against the
     /// state the earlier ones leave), and if any is refused nothing is written.
     pub fn append_drafts(&self, drafts: Vec<Draft>) -> Result<Vec<Option<u64>>> {
-        let mut inner = lock(&self.inner);
-        self.check_writable()?;
-        let inner = &mut *inner;
+        let (seqs, end) = {
+            let mut inner = lock(&self.inner);
+            self.check_writable()?;
+            self.append_locked(&mut inner, drafts)?
+        };
+        // The fdatasync runs outside the session's lock, so that concurrent appenders share it
+        // (group commit).
+        if let (Some(end), Durability::Sync) = (end, self.durability) {
+            self.log.sync_through(end)?;
+        }
+        Ok(seqs)
+    }
+
+    /// Checks, writes and applies `drafts`; returns the seqs and the log's length after them
+    /// (`None` when nothing was written).
+    fn append_locked(
+        &self,
+        inner: &mut Inner,
+        drafts: Vec<Draft>,
+    ) -> Result<(Vec<Option<u64>>, Option<u64>)> {
         let single = drafts.len() == 1;
         // A batch is checked against copies of the state, so that nothing changes when a later
         // event is refused; a single event is checked against the state itself, no copy.
@@ -345,7 +362,7 @@ impl Session {
             events.push(event);
         }
         if events.is_empty() {
-            return Ok(seqs);
+            return Ok((seqs, None));
         }
         // Encode every event into one buffer, each archive 16-byte aligned.
         let buf = &mut inner.buf;
@@ -385,14 +402,10 @@ impl Session {
             }
         }
         inner.last_time = last_time;
-        let notify = self.subscribers.any();
-        if notify {
+        if self.subscribers.any() {
             self.notify(events);
         }
-        if self.durability == Durability::Sync {
-            self.log.sync_through(range.end)?;
-        }
-        Ok(seqs)
+        Ok((seqs, Some(range.end)))
     }
 
     fn check_writable(&self) -> Result<()> {
