@@ -1,6 +1,4 @@
 //! Appenders of one session under `sync` durability each paid their own fdatasync: the session held its lock while waiting for the sync, so no two appends could share one (group commit did not happen through the session layer).
-//! share fdatasyncs (the session's lock is not held while syncing), and every append is durable
-//! when it returns.
 
 use std::io;
 use std::path::Path;
