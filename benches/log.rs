@@ -282,7 +282,7 @@ fn touch_json(v: &serde_json::Value) -> usize {
 }
 
 fn replay_and_get(c: &mut Criterion) {
-    let corpus = corpus(8_000);
+    let corpus = corpus(3_000);
     eprintln!(
         "replay corpus: {} events, {} bytes of JSONL",
         corpus.events, corpus.bytes

@@ -85,6 +85,7 @@ impl Storage for OsStorage {
             file: Arc::new(file),
             map: Some(map),
             len,
+            ready: len,
         }))
     }
 
@@ -97,11 +98,21 @@ impl Storage for OsStorage {
     }
 }
 
+/// How far ahead of a write [`OsFile`] brings new pages into the page cache.
+const READY_AHEAD: u64 = 64 << 10;
+
+/// Zeros for [`OsFile::make_ready`] (static: no allocation; reading it touches only the shared
+/// zero page).
+static ZEROS: [u8; READY_AHEAD as usize] = [0; READY_AHEAD as usize];
+
 struct OsFile {
     file: Arc<File>,
     /// `None` once writes are released.
     map: Option<MmapMut>,
     len: u64,
+    /// Bytes below this are in the page cache and mapped writable, or held data when the file
+    /// was opened; bytes from here to `len` were allocated by this handle and never written.
+    ready: u64,
 }
 
 impl fmt::Debug for OsFile {
@@ -145,6 +156,42 @@ impl OsFile {
     }
 }
 
+impl OsFile {
+    /// Brings the allocated, never written pages from `ready` up to `end` (and a little more) into
+    /// the page cache, mapped writable, before a write there. Letting the write fault them in one
+    /// at a time costs about 3.4 µs per 4 KiB page on ext4 (the read path of an unwritten
+    /// extent: readahead, zeroing, then `page_mkwrite`), `MADV_POPULATE_WRITE` alone about 2.6 µs;
+    /// writing zeros there with one `pwrite` first puts the pages in the cache through the write
+    /// path, and then mapping them costs about 1.1 µs per page in all. Done a little at a time
+    /// ([`READY_AHEAD`]), not for the whole preallocated range: the zeros are dirty pages, and
+    /// an fdatasync writes every dirty page of the file. Best effort: the blocks are allocated
+    /// already, and if this fails the write faults the pages in itself.
+    fn make_ready(&mut self, end: u64) {
+        let Some(map) = &self.map else { return };
+        let from = self.ready;
+        let to = end
+            .max(from.saturating_add(READY_AHEAD))
+            .min(self.len)
+            .min(map.len() as u64);
+        self.ready = to.max(from);
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(READY_AHEAD) as usize;
+            if self.file.write_all_at(&ZEROS[..n], at).is_err() {
+                return;
+            }
+            at += n as u64;
+        }
+        if to > from {
+            let _ = map.advise_range(
+                memmap2::Advice::PopulateWrite,
+                from as usize,
+                (to - from) as usize,
+            );
+        }
+    }
+}
+
 impl StorageFile for OsFile {
     fn len(&self) -> u64 {
         self.len
@@ -176,20 +223,15 @@ impl StorageFile for OsFile {
                 }
             }
         }
-        // Fault the new pages in now, in one system call, rather than one page fault at a time
-        // inside appends (a first write to a page of an unwritten extent is expensive).
-        if let Some(map) = &self.map {
-            let from = self.len as usize;
-            let to = (len as usize).min(map.len());
-            if to > from {
-                let _ = map.advise_range(memmap2::Advice::PopulateWrite, from, to - from);
-            }
-        }
         self.len = len;
         Ok(())
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let end = offset.saturating_add(data.len() as u64);
+        if end > self.ready {
+            self.make_ready(end);
+        }
         self.slice_mut(offset, data.len())?.copy_from_slice(data);
         Ok(())
     }
@@ -197,6 +239,7 @@ impl StorageFile for OsFile {
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.file.set_len(len)?;
         self.len = len;
+        self.ready = self.ready.min(len);
         Ok(())
     }
 
@@ -253,5 +296,52 @@ struct FileSyncer(Arc<File>);
 impl Syncer for FileSyncer {
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages are brought into the cache ahead of writes, only over ranges this handle allocated:
+    /// what the file held when it was opened is never overwritten, and what it writes stays.
+    #[test]
+    fn readying_pages_never_overwrites_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut f = OsStorage.open(&path, true, 1 << 20).unwrap();
+        f.allocate(200 << 10).unwrap();
+        f.write_at(0, b"head").unwrap();
+        f.write_at(100_000, &[7u8; 5000]).unwrap(); // past what was readied: the gap is zeros
+        f.write_at(10, b"early").unwrap();
+        drop(f);
+
+        let mut f = OsStorage.open(&path, false, 1 << 20).unwrap();
+        assert_eq!(f.len(), 200 << 10);
+        f.allocate(400 << 10).unwrap();
+        f.write_at(300_000, b"late").unwrap();
+        f.write_at(150_000, b"middle").unwrap();
+        drop(f);
+
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 400 << 10);
+        assert_eq!(&bytes[..4], b"head");
+        assert_eq!(&bytes[10..15], b"early");
+        assert!(bytes[15..100_000].iter().all(|&b| b == 0));
+        assert!(bytes[100_000..105_000].iter().all(|&b| b == 7));
+        assert_eq!(&bytes[150_000..150_006], b"middle");
+        assert_eq!(&bytes[300_000..300_004], b"late");
+        let written = [
+            (0, 4),
+            (10, 15),
+            (100_000, 105_000),
+            (150_000, 150_006),
+            (300_000, 300_004),
+        ];
+        for (i, &b) in bytes.iter().enumerate() {
+            if !written.iter().any(|&(s, e)| (s..e).contains(&i)) {
+                assert_eq!(b, 0, "byte {i}");
+            }
+        }
     }
 }

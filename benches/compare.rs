@@ -1,0 +1,250 @@
+//! agentlog side by side with JSONL (serde_json) and SQLite (a row per event), on the same
+//! generated events (`support/gen.rs`), in the same run. One criterion group per measurement:
+//!
+//! - `append`: one event appended at equal durability (in the page cache when the call returns,
+//!   survives `kill -9`): agentlog's engine (`encode_event` + `Log::append`, `Durability::Os`), its
+//!   session layer (`Session::append_draft`: lifecycle checks and projection too), JSONL with one
+//!   `write()` per event, SQLite in WAL mode with `synchronous=OFF` and a transaction per event.
+//!   The rows under `best-case/` are each side's batched best case, not durable per event:
+//!   agentlog `append_batch` of 1000 events, JSONL through a `BufWriter`, SQLite one transaction
+//!   per 1000 events.
+//! - `append_sync`: on stable storage when the call returns: agentlog `Durability::Sync`, JSONL
+//!   `write()` + `fdatasync`, SQLite WAL `synchronous=FULL`.
+//! - `replay`: every event of a 100,000-event session read and its content touched: agentlog
+//!   `LogReader::iter` (checksums) + `access_event` (validation); JSONL `serde_json` per line;
+//!   SQLite `SELECT data ORDER BY seq` + `serde_json`.
+//! - `get`: one event by a random seq: agentlog `LogReader::get` + `access_event`; SQLite
+//!   `SELECT data WHERE seq = ?` + parse; JSONL with an in-memory index of line offsets (its best
+//!   case, `best-case/`).
+//! - `open`: ready to append (or read) after a clean close: agentlog `Log::open` and
+//!   `LogReader::open`; JSONL opens the file and counts its lines (the next seq); SQLite opens and
+//!   runs `SELECT max(seq)`.
+//!
+//! The appended events cycle through the first 100,000 events of the session; every store starts
+//! afresh (untimed) when the cycle restarts. `cargo bench --bench compare`
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use agentlog::log::{Durability, LogReader};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+
+#[path = "support/gen.rs"]
+mod gen;
+#[path = "support/peers.rs"]
+mod peers;
+use peers::*;
+
+/// Events in the append pool and in the replay/get/open corpus.
+const EVENTS: usize = 100_000;
+
+type MakeSink = Box<dyn Fn(&std::path::Path) -> Box<dyn Sink>>;
+
+/// Appends the pool's events in order, forever, into a store made by `make`; a new store (untimed)
+/// each time the pool starts over.
+struct Runner<'a> {
+    pool: &'a [Item],
+    make: MakeSink,
+    batch: Option<usize>,
+    dir: tempfile::TempDir,
+    n: u32,
+    sink: Option<Box<dyn Sink>>,
+    pos: usize,
+}
+
+impl<'a> Runner<'a> {
+    fn new(pool: &'a [Item], make: MakeSink, batch: Option<usize>) -> Self {
+        Runner {
+            pool,
+            make,
+            batch,
+            dir: scratch(),
+            n: 0,
+            sink: None,
+            pos: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        if let Some(mut sink) = self.sink.take() {
+            sink.flush();
+        }
+        let old = self.dir.path().join(self.n.to_string());
+        if old.exists() {
+            std::fs::remove_dir_all(&old).expect("remove");
+        }
+        self.n += 1;
+        let dir = self.dir.path().join(self.n.to_string());
+        std::fs::create_dir(&dir).expect("mkdir");
+        self.sink = Some((self.make)(&dir.join("store")));
+        self.pos = 0;
+    }
+
+    fn run(&mut self, iters: u64) -> Duration {
+        let mut total = Duration::ZERO;
+        let mut left = iters as usize;
+        let step = self.batch.unwrap_or(256);
+        while left > 0 {
+            if self.sink.is_none() || self.pos == self.pool.len() {
+                self.reset();
+            }
+            let k = left.min(step).min(self.pool.len() - self.pos);
+            let chunk = &self.pool[self.pos..self.pos + k];
+            let sink = self.sink.as_mut().expect("sink");
+            sink.prepare(chunk);
+            let start = Instant::now();
+            if self.batch.is_some() {
+                sink.append_many(chunk);
+            } else {
+                for item in chunk {
+                    sink.append(item);
+                }
+            }
+            total += start.elapsed();
+            self.pos += k;
+            left -= k;
+        }
+        total
+    }
+}
+
+fn log_sink(d: Durability) -> MakeSink {
+    Box::new(move |p| Box::new(LogSink::create(p, d)))
+}
+
+fn session_sink(d: Durability) -> MakeSink {
+    Box::new(move |p| Box::new(SessionSink::create(p, d)))
+}
+
+fn jsonl_sink(m: JsonlMode) -> MakeSink {
+    Box::new(move |p| Box::new(JsonlSink::create(p, m)))
+}
+
+fn sqlite_sink(m: SqliteMode) -> MakeSink {
+    Box::new(move |p| Box::new(SqliteSink::create(p, m)))
+}
+
+fn run_cases(c: &mut Criterion, group: &str, pool: &[Item], cases: Vec<(&str, MakeSink, bool)>) {
+    let mut g = c.benchmark_group(group);
+    g.throughput(Throughput::Elements(1));
+    g.sampling_mode(SamplingMode::Flat);
+    for (label, make, batched) in cases {
+        let mut runner = Runner::new(pool, make, batched.then_some(1000));
+        g.bench_function(label, |b| b.iter_custom(|iters| runner.run(iters)));
+    }
+    g.finish();
+}
+
+fn append(c: &mut Criterion) {
+    let pool = items(EVENTS);
+    let json: usize = pool
+        .iter()
+        .map(|i| serde_json::to_string(&i.json).expect("json").len() + 1)
+        .sum();
+    eprintln!(
+        "append pool: {} events, {} bytes of JSONL ({} per event)",
+        pool.len(),
+        json,
+        json / pool.len()
+    );
+    run_cases(
+        c,
+        "append",
+        &pool,
+        vec![
+            ("agentlog", log_sink(Durability::Os), false),
+            ("agentlog_session", session_sink(Durability::Os), false),
+            ("jsonl", jsonl_sink(JsonlMode::WritePerEvent), false),
+            ("sqlite", sqlite_sink(SqliteMode::TxnPerEvent), false),
+            (
+                "best-case/agentlog_batch_1000",
+                log_sink(Durability::Os),
+                true,
+            ),
+            (
+                "best-case/jsonl_bufwriter",
+                jsonl_sink(JsonlMode::Buffered),
+                false,
+            ),
+            (
+                "best-case/sqlite_txn_1000",
+                sqlite_sink(SqliteMode::Batched),
+                false,
+            ),
+        ],
+    );
+    run_cases(
+        c,
+        "append_sync",
+        &pool,
+        vec![
+            ("agentlog", log_sink(Durability::Sync), false),
+            ("jsonl", jsonl_sink(JsonlMode::Sync), false),
+            ("sqlite", sqlite_sink(SqliteMode::Full), false),
+        ],
+    );
+}
+
+fn read(c: &mut Criterion) {
+    let corpus = build_corpus(EVENTS as u64);
+    eprintln!(
+        "read corpus: {} events, {} bytes of JSONL",
+        corpus.events, corpus.jsonl_bytes
+    );
+
+    let mut g = c.benchmark_group("replay");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(corpus.events));
+    let reader = LogReader::open(&corpus.log).expect("open");
+    g.bench_function("agentlog", |b| {
+        b.iter(|| black_box(replay_agentlog(&reader)))
+    });
+    g.bench_function("jsonl", |b| {
+        b.iter(|| black_box(replay_jsonl(&corpus.jsonl)))
+    });
+    let conn = sqlite_reader(&corpus.sqlite);
+    g.bench_function("sqlite", |b| b.iter(|| black_box(replay_sqlite(&conn))));
+    g.finish();
+
+    // The same pseudo-random seqs on every side.
+    let mut rng = gen::Rng(7);
+    let seqs: Vec<u64> = (0..4096).map(|_| rng.below(corpus.events)).collect();
+    let mut g = c.benchmark_group("get");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0;
+    g.bench_function("agentlog", |b| {
+        b.iter(|| {
+            i += 1;
+            let rec = reader.get(seqs[i % seqs.len()]).expect("get");
+            black_box(touch_archived(rec.payload))
+        })
+    });
+    g.bench_function("sqlite", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(get_sqlite(&conn, seqs[i % seqs.len()]))
+        })
+    });
+    let mut index = JsonlIndex::build(&corpus.jsonl);
+    g.bench_function("best-case/jsonl_line_index", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(index.get(seqs[i % seqs.len()]))
+        })
+    });
+    g.finish();
+    drop(reader);
+    drop(conn);
+
+    bench_open(c, "open", "100000", &corpus);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = append, read
+}
+criterion_main!(benches);
