@@ -1,15 +1,37 @@
-//! Search over the sessions of a store: [`Store::search`].
+//! Search and statistics over the sessions of a store: [`Store::search`], [`Store::stats`].
 //!
 //! The filters, their exact meaning and the text matcher are documented on
-//! [`Query`](crate::session::Query).
+//! [`Query`](crate::session::Query); the statistics on [`SessionStats`].
 
 use std::ops::ControlFlow;
 
 use crate::error::{Error, Result};
-use crate::event::ArchivedEvent;
-use crate::session::{Query, SearchStats, SessionState};
+use crate::event::{ArchivedEvent, Value};
+use crate::session::{Query, SearchStats, SessionState, SessionStats};
 
 use super::Store;
+
+/// Statistics summed over the sessions of a store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// The sessions counted.
+    pub sessions: u64,
+    /// Their statistics merged ([`SessionStats::merge`]: sums, and medians over every sample).
+    pub total: SessionStats,
+}
+
+impl StoreStats {
+    /// The JSON form `agentlog stats --all --json` prints: the object of
+    /// [`SessionStats::to_json`] with a last member `"sessions"`.
+    pub fn to_json(&self) -> Value {
+        let mut value = self.total.to_json();
+        if let Value::Object(map) = &mut value {
+            // `to_json` has no member of that name.
+            let _ = map.push("sessions", Value::from(self.sessions));
+        }
+        value
+    }
+}
 
 impl Store {
     /// Searches the store: calls `on_match` with the session id and each event that matches
@@ -56,5 +78,16 @@ impl Store {
             }
         }
         Ok(stats)
+    }
+
+    /// The statistics of every session that is not deleted, summed.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let mut all = StoreStats::default();
+        for id in self.ids(false)? {
+            let stats = self.reader(&id)?.stats()?;
+            all.total.merge(&stats);
+            all.sessions += 1;
+        }
+        Ok(all)
     }
 }
