@@ -24,6 +24,7 @@ macro_rules! out {
 }
 
 mod cmd;
+mod lines;
 mod output;
 mod progress;
 mod target;
