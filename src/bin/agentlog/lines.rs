@@ -82,6 +82,8 @@ pub enum Pairing<'a> {
     Call(&'a str, &'a str),
     /// The call was looked for and not found: the result's own `callId`, or `?`.
     NotFound,
+    /// Not looked for: the result's own `callId`, if it has one, and its tool.
+    Unknown,
 }
 
 /// A short summary of the payload: the first characters of the text, the tool's name and
@@ -168,6 +170,7 @@ pub fn summary(e: &Event, answers: Pairing<'_>, p: Paint) -> String {
                 (Pairing::Call(id, name), _) => format!("↳ {id} {name}"),
                 (_, Some(id)) => format!("↳ {id} {tool}"),
                 (Pairing::NotFound, None) => format!("↳ ? {tool}"),
+                (Pairing::Unknown, None) => format!("↳ {tool}"),
             };
             let mut s = format!(
                 "{}: {}",

@@ -43,7 +43,8 @@ session.json; an argument containing '/' or naming an existing directory is a pa
 
 Exit codes: 0 success, 1 failure (a message on stderr starting with \"error:\"), 2 usage.";
 
-/// Append-only, checksummed logs of LLM agent sessions: import, inspect, follow, verify, recover.
+/// Append-only, checksummed logs of LLM agent sessions: import, inspect, follow, search, verify,
+/// recover.
 #[derive(Debug, Parser)]
 #[command(name = "agentlog", version, after_help = AFTER_HELP, max_term_width = 100)]
 struct Cli {
@@ -67,6 +68,7 @@ enum Command {
     Verify(cmd::verify::Args),
     Recover(cmd::recover::Args),
     Ls(cmd::ls::Args),
+    Search(cmd::search::Args),
     Stats(cmd::stats::Args),
 }
 
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => cmd::verify::run(&ctx, a),
         Command::Recover(a) => cmd::recover::run(&ctx, a),
         Command::Ls(a) => cmd::ls::run(&ctx, a),
+        Command::Search(a) => cmd::search::run(&ctx, a),
         Command::Stats(a) => cmd::stats::run(&ctx, a),
     };
     match result {

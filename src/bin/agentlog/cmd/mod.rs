@@ -6,6 +6,7 @@ pub mod export;
 pub mod import;
 pub mod ls;
 pub mod recover;
+pub mod search;
 pub mod show;
 pub mod stats;
 pub mod status;
