@@ -127,11 +127,25 @@ fn search_flags_forms_and_human_lines() {
             "2025-08-13T14:00:00+02:00"
         ])
     );
-    // --session takes a session directory too.
+    // --session takes a session directory too; a session named twice is searched once.
     let dir = corpus.store.session_dir("gen-1").unwrap();
+    let once = json(&["--session", "gen-1", "--tool", "edit"]);
+    assert!(!once.is_empty());
     assert_eq!(
         json(&["--session", dir.to_str().unwrap(), "--tool", "edit"]),
-        json(&["--session", "gen-1", "--tool", "edit"])
+        once
+    );
+    let roundabout = cli.store().join("sessions/../sessions/gen-1");
+    assert_eq!(
+        json(&[
+            "--session",
+            roundabout.to_str().unwrap(),
+            "--session",
+            "gen-1",
+            "--tool",
+            "edit"
+        ]),
+        once
     );
     // Human lines: one per match, session id then seq.
     let q = RefQuery {

@@ -154,8 +154,9 @@ fn search_sessions(
         }
         readers.push((target.label.clone(), reader));
     }
+    // In id order, each directory once (an id and a path may name the same one).
     readers.sort_by(|a, b| a.1.meta().id.cmp(&b.1.meta().id));
-    readers.dedup_by(|a, b| a.1.dir() == b.1.dir());
+    readers.dedup_by(|a, b| same_dir(a.1.dir(), b.1.dir()));
     let mut total = SearchStats::default();
     let mut remaining = query.max_matches();
     for (label, reader) in &readers {
@@ -182,6 +183,13 @@ fn search_sessions(
         }
     }
     Ok(total)
+}
+
+fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// Prints matches; keeps the first error (a closed stdout, say) and stops the search with it.
