@@ -328,7 +328,7 @@ fn tail_prints_the_last_events_and_stats_counts() {
     assert_eq!(stats.get("turns").unwrap().as_u64(), Some(1));
     assert_eq!(
         stats.get("tools").unwrap().get("bash").unwrap().to_string(),
-        r#"{"calls":1,"errors":0}"#
+        r#"{"calls":1,"errors":0,"failureRate":0,"latencyMs":{"median":10,"max":10}}"#
     );
     assert!(cli.run(&["stats", "typo"]).ok().contains("bash"));
 }

@@ -414,6 +414,17 @@ impl Lifecycle {
         Ok(found)
     }
 
+    /// The call of the open turn the tool result `f` answers, found as [`resolve`] finds it;
+    /// `None` when it names no call or a call already answered (or `f` is no tool result).
+    ///
+    /// [`resolve`]: Self::resolve
+    pub(crate) fn call_answered(&self, f: &Facts<'_>) -> Option<&CallInfo> {
+        match f.kind {
+            Kind::ToolResult { .. } => self.resolve(f).ok().and_then(|i| self.calls().get(i)),
+            _ => None,
+        }
+    }
+
     /// Checks the step-bound events: the event carries the open step's turn and step.
     fn check_in_step(&self, f: &Facts<'_>, turn: u64, step: u64) -> Result<(), LifecycleError> {
         let open = self

@@ -1,6 +1,7 @@
 //! Sessions on top of a log: metadata (`session.json`), the lifecycle rules checked on every
 //! append (EVENTS.md §6), the turn state (§7), the incremental projection (§5), closing what a
-//! crash left open, and subscriptions.
+//! crash left open, subscriptions, search ([`Query`], [`SessionReader::search`]) and statistics
+//! ([`SessionStats`], [`SessionReader::stats`]).
 //!
 //! A session lives in one directory: `session.json` beside the log's segment and index files.
 //! [`Session`] is the one writer; [`SessionReader`] reads from any thread or process.
@@ -38,6 +39,8 @@ mod meta;
 mod notice;
 mod reader;
 mod replay;
+mod search;
+mod stats;
 mod writer;
 
 use std::path::Path;
@@ -50,6 +53,8 @@ pub use reader::SessionReader;
 pub use replay::{
     replay, CallReport, ReplayCall, ReplayReport, StepReport, ToolExecutor, ToolOutput,
 };
+pub use search::{Query, SearchStats, TextMatcher, TypeFilter};
+pub use stats::{Durations, SessionStats, StatsCollector, Tokens, ToolStats};
 pub use writer::{OpenReport, Session, SessionOptions};
 
 pub(crate) use notice::Subscribers;

@@ -8,7 +8,8 @@
 //!
 //! Create (unique, time-sortable ids), open, read, list with metadata, archive (appends are then
 //! refused) and unarchive, delete (hidden at once, removed for good by [`Store::gc`]), archive
-//! sessions idle longer than an age, import JSONL (all or nothing).
+//! sessions idle longer than an age, import JSONL (all or nothing), search the sessions
+//! ([`Store::search`]) and sum their statistics ([`Store::stats`]).
 //!
 //! ```
 //! use agentlog::store::{NewSession, Store};
@@ -28,6 +29,7 @@
 mod config;
 mod fork;
 mod import;
+mod search;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
@@ -44,6 +46,9 @@ use crate::session::{
 pub use config::{parse_size, StoreConfig, CONFIG_FILE};
 pub use fork::{turn_end_len, ForkPoint, ForkReport};
 pub use import::{ImportOptions, ImportReport};
+pub use search::StoreStats;
+// The search and statistics types, here too: a store search is where most callers start.
+pub use crate::session::{Query, SearchStats, SessionStats, TextMatcher, TypeFilter};
 
 /// The folder of the sessions inside a store.
 pub const SESSIONS_DIR: &str = "sessions";

@@ -24,6 +24,7 @@ macro_rules! out {
 }
 
 mod cmd;
+mod lines;
 mod output;
 mod progress;
 mod target;
@@ -42,7 +43,8 @@ session.json; an argument containing '/' or naming an existing directory is a pa
 
 Exit codes: 0 success, 1 failure (a message on stderr starting with \"error:\"), 2 usage.";
 
-/// Append-only, checksummed logs of LLM agent sessions: import, inspect, follow, verify, recover.
+/// Append-only, checksummed logs of LLM agent sessions: import, inspect, follow, search, verify,
+/// recover.
 #[derive(Debug, Parser)]
 #[command(name = "agentlog", version, after_help = AFTER_HELP, max_term_width = 100)]
 struct Cli {
@@ -69,6 +71,7 @@ enum Command {
     Fork(cmd::fork::Args),
     Replay(cmd::replay::Args),
     Ls(cmd::ls::Args),
+    Search(cmd::search::Args),
     Stats(cmd::stats::Args),
 }
 
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Fork(a) => cmd::fork::run(&ctx, a),
         Command::Replay(a) => cmd::replay::run(&ctx, a),
         Command::Ls(a) => cmd::ls::run(&ctx, a),
+        Command::Search(a) => cmd::search::run(&ctx, a),
         Command::Stats(a) => cmd::stats::run(&ctx, a),
     };
     match result {

@@ -73,6 +73,13 @@ pub fn local(ms: i64) -> Option<jiff::ZonedDateTime> {
     Some(ts.to_zoned_datetime(zone().clone()))
 }
 
+/// A local date-time (in the system's time zone) as epoch milliseconds; `None` when out of
+/// range. A time the clocks skipped is moved forward by the gap, a time they repeated is its
+/// first occurrence (RFC 5545's "compatible" choice).
+pub fn local_to_ms(dt: jiff::civil::DateTime) -> Option<i64> {
+    Some(zone().to_timestamp(dt).ok()?.as_millisecond())
+}
+
 /// The local calendar day of epoch milliseconds (to tell whether events span days).
 pub fn local_day(ms: i64) -> Option<jiff::civil::Date> {
     local(ms).map(|z| z.date())

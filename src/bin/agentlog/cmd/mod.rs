@@ -9,6 +9,7 @@ pub mod import;
 pub mod ls;
 pub mod recover;
 pub mod replay;
+pub mod search;
 pub mod show;
 pub mod stats;
 pub mod status;

@@ -8,13 +8,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use agentlog::event::{
-    decode_event, Block, Chunk, Event, EventData, EventType, JsonlWriter, SurfaceOp, ToolContent,
-    Value,
-};
+use agentlog::event::{decode_event, Event, EventData, EventType, JsonlWriter};
 use agentlog::session::SessionReader;
 
-use crate::output::{event_time, local_day, one_line, Color, Paint};
+use crate::lines::{self, Pairing};
+use crate::output::{local_day, Color, Paint};
 use crate::target::{Ctx, Target};
 
 /// Show a session, one line per event
@@ -418,20 +416,11 @@ impl<'t> View<'t> {
 
     fn line(&self, e: &Event, placed: &Placed, no_result: bool) -> String {
         let p = self.paint;
-        let type_name = e.type_name();
-        let color = type_color(e);
-        let mut line = format!(
-            "{} {} {}{}",
-            p.paint(Color::Dim, &format!("{:>6}", e.seq)),
-            p.paint(Color::Dim, &event_time(e.time, self.date)),
-            "  ".repeat(placed.depth),
-            p.paint(color, &format!("{type_name:<17}")),
-        );
-        let summary = summary(e, placed, p);
-        if !summary.is_empty() {
-            line.push(' ');
-            line.push_str(&summary);
-        }
+        let answers = match &placed.answers {
+            Some((id, name, _)) => Pairing::Call(id, name),
+            None => Pairing::NotFound,
+        };
+        let mut line = lines::event_line(p, e, self.date, placed.depth, answers);
         if no_result {
             line.push(' ');
             line.push_str(&p.paint(Color::Red, "(no result)"));
@@ -480,199 +469,4 @@ impl<'t> View<'t> {
         self.seen = self.seen.max(end);
         Ok(())
     }
-}
-
-fn type_color(e: &Event) -> Color {
-    match &e.data {
-        EventData::TurnStart(_) | EventData::TurnEnd(_) => Color::Magenta,
-        EventData::StepStart(_) | EventData::StepEnd(_) => Color::Blue,
-        EventData::UserMessage(_) => Color::Green,
-        EventData::AssistantMessage(_) => Color::Cyan,
-        EventData::AssistantChunk(_) => Color::Dim,
-        EventData::ToolCall(_) => Color::Yellow,
-        EventData::ToolResult(d) if d.message.is_error => Color::Red,
-        EventData::ToolResult(_) => Color::Yellow,
-        EventData::SystemMessage(_) => Color::Magenta,
-        EventData::ApprovalRequest(_) | EventData::ApprovalDecision(_) => Color::Yellow,
-        EventData::Error(_) => Color::Red,
-        EventData::CompactStart(_) | EventData::CompactSummary(_) | EventData::CompactEnd(_) => {
-            Color::Blue
-        }
-        EventData::SandboxEvent(_) | EventData::Unknown(_) => Color::Dim,
-    }
-}
-
-const TEXT: usize = 80;
-const ARGS: usize = 60;
-
-/// The blocks of a message as one short line.
-fn blocks_text(blocks: &[Block]) -> String {
-    let parts: Vec<String> = blocks
-        .iter()
-        .map(|b| match b {
-            Block::Text { text, .. } => text.clone(),
-            Block::Reasoning { text, .. } => format!("(thinking) {text}"),
-            Block::ToolUse { id, name, .. } => format!("[tool_use {id} {name}]"),
-            Block::ToolResult { tool_use_id, .. } => format!("[tool_result {tool_use_id}]"),
-            Block::Other(_) => format!("[{}]", b.type_name()),
-        })
-        .collect();
-    one_line(&parts.join(" "), TEXT)
-}
-
-/// The first `max` characters of `text`, as they are (shown quoted and escaped).
-fn cut(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
-}
-
-fn content_text(c: &ToolContent) -> String {
-    match c {
-        ToolContent::Text(s) => one_line(s, ARGS),
-        ToolContent::Blocks(b) => one_line(&blocks_text(b), ARGS),
-    }
-}
-
-fn summary(e: &Event, placed: &Placed, p: Paint) -> String {
-    let mut s = match &e.data {
-        EventData::TurnStart(d) => format!("turn {}", d.turn),
-        EventData::TurnEnd(d) => {
-            let kind = d.reason.kind.as_str();
-            let color = if kind == "completed" {
-                Color::Green
-            } else {
-                Color::Red
-            };
-            let mut s = format!("turn {} {}", d.turn, p.paint(color, kind));
-            if let Some(err) = d.reason.error.present() {
-                let msg = err.message.present().or(err.code.present());
-                if let Some(m) = msg {
-                    s.push_str(&format!(": {}", one_line(m, TEXT)));
-                }
-            }
-            s
-        }
-        EventData::StepStart(d) => {
-            let mut s = format!("turn {} step {}", d.turn, d.step);
-            if let Some(model) = d
-                .request
-                .present()
-                .and_then(|r| r.get("model"))
-                .and_then(Value::as_str)
-            {
-                s.push_str(&format!(
-                    " {}",
-                    p.paint(Color::Dim, &format!("model={model}"))
-                ));
-            }
-            s
-        }
-        EventData::StepEnd(d) => format!("turn {} step {}", d.turn, d.step),
-        EventData::UserMessage(d) => blocks_text(&d.content),
-        EventData::SystemMessage(d) => blocks_text(&d.content),
-        EventData::AssistantMessage(d) => {
-            let mut s = if d.message.content.is_empty() {
-                p.paint(Color::Dim, "(empty)")
-            } else {
-                blocks_text(&d.message.content)
-            };
-            if let Some(u) = d.usage.present() {
-                s.push_str(&format!(
-                    " {}",
-                    p.paint(
-                        Color::Dim,
-                        &format!("[{} in, {} out tokens]", u.input_tokens, u.output_tokens)
-                    )
-                ));
-            }
-            s
-        }
-        EventData::AssistantChunk(d) => match &d.chunk {
-            Chunk::TextDelta { text, .. } => format!("{:?}", cut(text, TEXT)),
-            Chunk::ReasoningDelta { text, .. } => format!("(thinking) {:?}", cut(text, TEXT)),
-            Chunk::ToolCallDelta {
-                id,
-                name,
-                arguments,
-                ..
-            } => [id.present(), name.present(), arguments.present()]
-                .into_iter()
-                .flatten()
-                .map(|s| one_line(s, ARGS))
-                .collect::<Vec<_>>()
-                .join(" "),
-            Chunk::Other(_) => format!("[{}]", d.chunk.type_name()),
-        },
-        EventData::ToolCall(d) => format!(
-            "{} {} {}",
-            d.name,
-            one_line(&d.arguments, ARGS),
-            p.paint(Color::Yellow, &format!("→ {}", d.call_id))
-        ),
-        EventData::ToolResult(d) => {
-            let pair = match &placed.answers {
-                Some((id, name, _)) => format!("↳ {id} {name}"),
-                None => format!("↳ ? {}", d.message.tool_name),
-            };
-            let mut s = format!(
-                "{}: {}",
-                p.paint(Color::Yellow, &pair),
-                content_text(&d.message.content)
-            );
-            if d.message.is_error {
-                s.push_str(&format!(" {}", p.paint(Color::Red, "(error)")));
-            }
-            s
-        }
-        EventData::ApprovalRequest(d) => {
-            let mut s = format!("{} {}", d.call_id, d.tool);
-            if let Some(r) = d.reason.present() {
-                s.push_str(&format!(": {}", one_line(r, TEXT)));
-            }
-            s
-        }
-        EventData::ApprovalDecision(d) => {
-            let color = match d.decision.as_str() {
-                "approved" => Color::Green,
-                _ => Color::Red,
-            };
-            let mut s = format!("{} {}", d.call_id, p.paint(color, d.decision.as_str()));
-            if let Some(by) = d.by.present() {
-                s.push_str(&format!(" by {by}"));
-            }
-            if let Some(n) = d.note.present() {
-                s.push_str(&format!(": {}", one_line(n, TEXT)));
-            }
-            s
-        }
-        EventData::SandboxEvent(d) => {
-            let mut s = d.kind.clone();
-            if let Some(detail) = d.detail.present() {
-                s.push_str(&format!(" {}", one_line(&detail.to_string(), TEXT)));
-            }
-            s
-        }
-        EventData::Error(d) => one_line(&d.message, TEXT),
-        EventData::CompactStart(d) => format!("seqs {}..{}", d.start_seq, d.end_seq),
-        EventData::CompactSummary(d) => format!(
-            "seqs {}..{}: {}",
-            d.start_seq,
-            d.end_seq,
-            one_line(&d.summary, TEXT)
-        ),
-        EventData::CompactEnd(d) => if d.ok { "ok" } else { "failed" }.to_string(),
-        EventData::Unknown(u) => one_line(&Value::Object(u.data.clone()).to_string(), TEXT),
-    };
-    if let Some(SurfaceOp::Replace {
-        start_seq, end_seq, ..
-    }) = &e.surface_op
-    {
-        s.push_str(&format!(
-            " {}",
-            p.paint(
-                Color::Blue,
-                &format!("[replaces seqs {start_seq}..{end_seq}]")
-            )
-        ));
-    }
-    s
 }

@@ -1,233 +1,170 @@
-//! `agentlog stats SESSION [--json]`: counts over a session's events.
-//!
-//! The computation ([`Stats`]) depends on the event types only (no CLI, no storage), so it can
-//! move into the library as it grows.
+//! `agentlog stats SESSION|--all [--json]`: statistics of a session, or summed over the store.
+//! The computation is the library's ([`SessionStats`]); this prints it.
 
-use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
-use agentlog::event::{decode_event, Event, EventData, Value};
+use agentlog::session::{Durations, SessionStats};
 
-use crate::cmd::{object, print_json};
+use crate::cmd::print_json;
+use crate::output::size;
 use crate::target::Ctx;
 
-/// Print statistics of a session
+/// Print statistics of a session, or of every session
 ///
-/// Events per type, turns and how they ended, steps, tokens, tool calls and failed results per
-/// tool. --json prints {"events","eventsByType":{type:n},"turns","turnsByEndReason":{reason:n},"steps",
-/// "tokens":{"input","output","cacheRead","cacheWrite","reasoning"},"tools":{name:{"calls",
-/// "errors"}}}.
+/// Events per type; turns, their end reasons and durations; steps; tokens (input, output,
+/// cache read and write, reasoning; over assistant messages and compaction summaries); tool
+/// calls, errors (results with isError), failure rate and call-to-result latency per tool;
+/// bytes on disk. --all sums every session of the store (medians over all of its samples).
+/// --json prints one object: {"events","byType":{TYPE:n},"turns","endReasons":{KIND:n},"steps",
+/// "tokens":{"input","output","cacheRead","cacheWrite","reasoning"},"tools":{NAME:{"calls",
+/// "errors","failureRate","latencyMs":{"median","max"}}},"bytes"}, with a last member
+/// "sessions" for --all.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
-    session: String,
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    session: Option<String>,
+    /// Sum over every session of the store (deleted ones excepted)
+    #[arg(long)]
+    all: bool,
     /// Print one JSON object
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
-    let target = ctx.resolve(&args.session)?;
-    let reader = target.reader()?;
-    let mut stats = Stats::default();
-    for event in reader.events() {
-        let event = event.map_err(|e| target.error(e))?;
-        let owned = decode_event(event).map_err(|source| {
-            target.error(agentlog::Error::Archive {
-                seq: Some(event.seq()),
-                source,
-            })
-        })?;
-        stats.add(&owned);
-    }
-    if args.json {
-        print_json(&stats.to_json())?;
-    } else {
-        out!("{}", stats.to_text())?;
+    match &args.session {
+        Some(session) => {
+            let target = ctx.resolve(session)?;
+            let stats = target.reader()?.stats().map_err(|e| target.error(e))?;
+            if args.json {
+                print_json(&stats.to_json())?;
+            } else {
+                out!("{}", text(&stats, None))?;
+            }
+        }
+        None => {
+            if !ctx.exists() {
+                return Err(anyhow!(
+                    "no store at {} (choose the store with --store DIR or $AGENTLOG_STORE)",
+                    ctx.shown()
+                ));
+            }
+            let store = ctx.open_store()?;
+            let all = store
+                .stats()
+                .map_err(|e| anyhow!("cannot read store {}: {e}", ctx.shown()))?;
+            if args.json {
+                print_json(&all.to_json())?;
+            } else {
+                out!("{}", text(&all.total, Some(all.sessions)))?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Tool use of one tool.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolStats {
-    /// `tool/call` events naming it.
-    pub calls: u64,
-    /// `tool/result` events of it with `isError: true`.
-    pub errors: u64,
+/// Milliseconds for people: `850 ms`, `12.5 ms`, `3.2 s`, `2m 05s`, `1h 02m`.
+fn ms(v: f64) -> String {
+    let neg = if v < 0.0 { "-" } else { "" };
+    let a = v.abs();
+    let body = if a < 1000.0 {
+        if a.fract() == 0.0 {
+            format!("{a:.0} ms")
+        } else {
+            format!("{a:.1} ms")
+        }
+    } else if a < 60_000.0 {
+        format!("{:.1} s", a / 1000.0)
+    } else if a < 3_600_000.0 {
+        let s = (a / 1000.0).round() as u64;
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        let m = (a / 60_000.0).round() as u64;
+        format!("{}h {:02}m", m / 60, m % 60)
+    };
+    format!("{neg}{body}")
 }
 
-/// Token counts summed over `assistant/message` and `compact/summary` usage.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub reasoning: u64,
+/// `median X, max Y` of samples, or `-`.
+fn spread(d: &Durations) -> (String, String) {
+    match (d.median(), d.max()) {
+        (Some(median), Some(max)) => (ms(median), ms(max as f64)),
+        _ => ("-".into(), "-".into()),
+    }
 }
 
-/// Counts over a session's events, fed one event at a time in seq order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Stats {
-    pub events: u64,
-    pub by_type: BTreeMap<String, u64>,
-    /// `turn/start` events.
-    pub turns: u64,
-    /// `turn/end` events by `reason.kind`.
-    pub end_reasons: BTreeMap<String, u64>,
-    /// `step/start` events.
-    pub steps: u64,
-    pub tokens: Tokens,
-    /// By tool name (the call's `name`, the result's `toolName`).
-    pub tools: BTreeMap<String, ToolStats>,
-}
-
-impl Stats {
-    /// Counts one event.
-    pub fn add(&mut self, e: &Event) {
-        self.events += 1;
-        *self.by_type.entry(e.type_name().to_string()).or_default() += 1;
-        let mut usage = None;
-        match &e.data {
-            EventData::TurnStart(_) => self.turns += 1,
-            EventData::TurnEnd(d) => {
-                *self
-                    .end_reasons
-                    .entry(d.reason.kind.as_str().to_string())
-                    .or_default() += 1;
-            }
-            EventData::StepStart(_) => self.steps += 1,
-            EventData::AssistantMessage(d) => usage = d.usage.present(),
-            EventData::CompactSummary(d) => usage = d.usage.present(),
-            EventData::ToolCall(d) => self.tools.entry(d.name.clone()).or_default().calls += 1,
-            EventData::ToolResult(d) if d.message.is_error => {
-                self.tools
-                    .entry(d.message.tool_name.clone())
-                    .or_default()
-                    .errors += 1;
-            }
-            _ => {}
-        }
-        if let Some(u) = usage {
-            let t = &mut self.tokens;
-            t.input += u.input_tokens;
-            t.output += u.output_tokens;
-            t.cache_read += u.cache_read_tokens.present().copied().unwrap_or(0);
-            t.cache_write += u.cache_write_tokens.present().copied().unwrap_or(0);
-            t.reasoning += u.reasoning_tokens.present().copied().unwrap_or(0);
+/// The human report.
+fn text(s: &SessionStats, sessions: Option<u64>) -> String {
+    let mut o = String::new();
+    // Writing to a String cannot fail.
+    if let Some(n) = sessions {
+        let _ = writeln!(o, "sessions {n}");
+    }
+    let _ = writeln!(o, "events   {}", s.events);
+    for (t, n) in &s.by_type {
+        let _ = writeln!(o, "  {t:<24} {n:>8}");
+    }
+    let _ = writeln!(o, "turns    {}", s.turns);
+    for (r, n) in &s.end_reasons {
+        let _ = writeln!(o, "  {r:<24} {n:>8}");
+    }
+    if !s.turn_durations.is_empty() {
+        let (median, max) = spread(&s.turn_durations);
+        let _ = writeln!(o, "  duration: median {median}, max {max}");
+    }
+    let _ = writeln!(o, "steps    {}", s.steps);
+    let t = &s.tokens;
+    let _ = writeln!(
+        o,
+        "tokens   {} in, {} out, {} cache read, {} cache write, {} reasoning",
+        t.input, t.output, t.cache_read, t.cache_write, t.reasoning
+    );
+    let _ = writeln!(o, "bytes    {} ({})", s.bytes, size(s.bytes));
+    if !s.tools.is_empty() {
+        let width = s
+            .tools
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        let _ = writeln!(
+            o,
+            "tools\n  {:<width$} {:>6} {:>6} {:>6} {:>10} {:>10}",
+            "NAME", "CALLS", "ERRORS", "RATE", "MEDIAN", "MAX"
+        );
+        for (name, st) in &s.tools {
+            let rate = if st.calls == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.0}%", 100.0 * st.failure_rate())
+            };
+            let (median, max) = spread(&st.latency);
+            let _ = writeln!(
+                o,
+                "  {name:<width$} {:>6} {:>6} {rate:>6} {median:>10} {max:>10}",
+                st.calls, st.errors
+            );
         }
     }
-
-    /// The JSON form documented on `agentlog stats --help`.
-    pub fn to_json(&self) -> Value {
-        let counts = |m: &BTreeMap<String, u64>| {
-            object(m.iter().map(|(k, &v)| (k.as_str(), v.into())).collect())
-        };
-        let t = &self.tokens;
-        object(vec![
-            ("events", self.events.into()),
-            ("eventsByType", counts(&self.by_type)),
-            ("turns", self.turns.into()),
-            ("turnsByEndReason", counts(&self.end_reasons)),
-            ("steps", self.steps.into()),
-            (
-                "tokens",
-                object(vec![
-                    ("input", t.input.into()),
-                    ("output", t.output.into()),
-                    ("cacheRead", t.cache_read.into()),
-                    ("cacheWrite", t.cache_write.into()),
-                    ("reasoning", t.reasoning.into()),
-                ]),
-            ),
-            (
-                "tools",
-                object(
-                    self.tools
-                        .iter()
-                        .map(|(k, s)| {
-                            (
-                                k.as_str(),
-                                object(vec![
-                                    ("calls", s.calls.into()),
-                                    ("errors", s.errors.into()),
-                                ]),
-                            )
-                        })
-                        .collect(),
-                ),
-            ),
-        ])
-    }
-
-    /// A plain-text report.
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        s.push_str(&format!("events   {}\n", self.events));
-        for (t, n) in &self.by_type {
-            s.push_str(&format!("  {t:<20} {n:>8}\n"));
-        }
-        s.push_str(&format!("turns    {}\n", self.turns));
-        for (r, n) in &self.end_reasons {
-            s.push_str(&format!("  {r:<20} {n:>8}\n"));
-        }
-        s.push_str(&format!("steps    {}\n", self.steps));
-        let t = &self.tokens;
-        s.push_str(&format!(
-            "tokens   {} in, {} out, {} cache read, {} cache write, {} reasoning\n",
-            t.input, t.output, t.cache_read, t.cache_write, t.reasoning
-        ));
-        if !self.tools.is_empty() {
-            s.push_str("tools    calls  errors  error rate\n");
-            for (name, st) in &self.tools {
-                let rate = if st.calls == 0 {
-                    "-".to_string()
-                } else {
-                    format!("{:.0}%", 100.0 * st.errors as f64 / st.calls as f64)
-                };
-                s.push_str(&format!(
-                    "  {name:<20} {:>5} {:>7} {rate:>11}\n",
-                    st.calls, st.errors
-                ));
-            }
-        }
-        s
-    }
+    o
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentlog::event::parse_jsonl;
 
     #[test]
-    fn counts_the_fix_typo_example() {
-        let text = include_str!("../../../../examples/sessions/fix-typo.jsonl");
-        let (_, events) = parse_jsonl(text.as_bytes()).unwrap();
-        let mut s = Stats::default();
-        for e in &events {
-            s.add(e);
-        }
-        assert_eq!(s.events, 10);
-        assert_eq!(s.turns, 1);
-        assert_eq!(s.steps, 1);
-        assert_eq!(s.end_reasons.get("completed"), Some(&1));
-        assert_eq!(s.by_type.get("assistant/chunk"), Some(&2));
-        assert_eq!(s.tokens.input, 12);
-        assert_eq!(s.tokens.output, 4);
-        assert_eq!(
-            s.tools.get("bash"),
-            Some(&ToolStats {
-                calls: 1,
-                errors: 0
-            })
-        );
-        assert_eq!(
-            s.to_json().to_string(),
-            r#"{"events":10,"eventsByType":{"assistant/chunk":2,"assistant/message":1,"step/end":1,"step/start":1,"tool/call":1,"tool/result":1,"turn/end":1,"turn/start":1,"user/message":1},"turns":1,"turnsByEndReason":{"completed":1},"steps":1,"tokens":{"input":12,"output":4,"cacheRead":0,"cacheWrite":0,"reasoning":0},"tools":{"bash":{"calls":1,"errors":0}}}"#
-        );
+    fn durations_for_people() {
+        assert_eq!(ms(850.0), "850 ms");
+        assert_eq!(ms(12.5), "12.5 ms");
+        assert_eq!(ms(3_240.0), "3.2 s");
+        assert_eq!(ms(125_000.0), "2m 05s");
+        assert_eq!(ms(3_720_000.0), "1h 02m");
+        assert_eq!(ms(-40.0), "-40 ms");
     }
 }
