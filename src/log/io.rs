@@ -262,6 +262,12 @@ impl StorageFile for OsFile {
         if zeroed.is_err() {
             self.slice_mut(offset, len as usize)?.fill(0);
         }
+        // A range zeroed up to (or past) `ready` holds nothing but zeros from `offset` on: the
+        // pages there may be readied with zeros like newly allocated ones (after a reopen, the
+        // tail after the records is zeroed and appends go on into it).
+        if offset < self.ready && end >= self.ready {
+            self.ready = offset;
+        }
         Ok(())
     }
 
@@ -343,5 +349,29 @@ mod tests {
                 assert_eq!(b, 0, "byte {i}");
             }
         }
+    }
+
+    /// After a tail is zeroed (a reopened segment), writes go on into it, and what lies before
+    /// the zeroed range is never touched by the readying of pages.
+    #[test]
+    fn writes_after_a_zeroed_tail_keep_the_data_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut f = OsStorage.open(&path, true, 1 << 20).unwrap();
+        f.allocate(256 << 10).unwrap();
+        f.write_at(0, &[1u8; 1000]).unwrap();
+        f.write_at(1000, &[2u8; 1000]).unwrap();
+        drop(f);
+        let mut f = OsStorage.open(&path, false, 1 << 20).unwrap();
+        f.zero_range(1500, (256 << 10) - 1500).unwrap();
+        f.write_at(1500, &[3u8; 100]).unwrap();
+        f.write_at(200_000, &[4u8; 10]).unwrap();
+        drop(f);
+        let b = std::fs::read(&path).unwrap();
+        assert!(b[..1000].iter().all(|&x| x == 1));
+        assert!(b[1000..1500].iter().all(|&x| x == 2));
+        assert!(b[1500..1600].iter().all(|&x| x == 3));
+        assert!(b[1600..200_000].iter().all(|&x| x == 0));
+        assert!(b[200_000..200_010].iter().all(|&x| x == 4));
     }
 }
