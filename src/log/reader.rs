@@ -233,12 +233,11 @@ impl LogReader {
                 i += 1;
             }
             self.len = base + i;
-            let sealed = last
-                .index_header()
-                .filter(|h| h.state == IndexState::Sealed && h.count == i);
-            let Some(h) = sealed else { return Ok(()) };
-            let next = base + h.count;
-            if !dir.join(format::segment_file_name(next)).exists() {
+            // The segment has ended when the next one exists: the writer starts segment
+            // `base + i` only once this one holds exactly `i` records. (Its index says sealed only
+            // when the background seal has finished, which may be later.)
+            let next = base + i;
+            if i == 0 || !dir.join(format::segment_file_name(next)).exists() {
                 return Ok(());
             }
             let view = Arc::new(SegmentView::open(dir, next)?);
