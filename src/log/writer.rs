@@ -132,6 +132,12 @@ impl Active {
             self.seg
                 .deallocate(self.end, len - self.end)
                 .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
+        } else if len < self.end {
+            // The last record's padding was cut off the file (a torn tail that kept the whole
+            // payload): give it back, so the file holds every record it indexes.
+            self.seg
+                .set_len(self.end)
+                .map_err(|e| Error::io("extend segment", &self.seg_path, e))?;
         }
         self.sync_segment()?;
         self.synced_end = self.end;
