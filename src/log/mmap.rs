@@ -3,9 +3,9 @@
 //! Mapping a file is `unsafe` because another process could change or shrink the file while it is
 //! mapped. agentlog's contract makes that safe for its own files: exactly one writer (holding the
 //! `LOCK`) changes a log, it never rewrites bytes it has published (records are append-only), it
-//! grows files before it writes into the new range, and it only shrinks a file below bytes that no
-//! reader may look at (the unpublished tail). Readers only dereference published records, after
-//! checking them. A file changed by something else than agentlog is outside this contract; the
+//! grows files before it writes into the new range, and it never makes a segment or index file
+//! shorter (space after the records is given back by punching a hole: the file keeps its length
+//! and the tail reads as zeros). Readers only dereference published records, after checking them. A file changed by something else than agentlog is outside this contract; the
 //! checksums still make such changes show up as errors, not as wrong events.
 #![allow(unsafe_code)]
 
