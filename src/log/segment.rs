@@ -243,6 +243,23 @@ pub(crate) struct SegmentView {
     index_readable: AtomicU64,
 }
 
+/// Reads a segment header and checks that its base seq is the one the file name says.
+fn decode_segment_header(head: &[u8], path: &Path, base_seq: u64) -> Result<SegmentHeader> {
+    let header = SegmentHeader::decode(head).map_err(|h| header_error(path, h))?;
+    if header.base_seq != base_seq {
+        return Err(Error::corrupt(
+            path,
+            16,
+            None,
+            CorruptionKind::BadHeader(format::HeaderError::Invalid(format!(
+                "base seq {} does not match the file name (base {base_seq})",
+                header.base_seq
+            ))),
+        ));
+    }
+    Ok(header)
+}
+
 impl SegmentView {
     /// Opens and maps a segment (and its index, when present and readable) read-only.
     pub(crate) fn open(dir: &Path, base_seq: u64) -> Result<SegmentView> {
@@ -253,18 +270,7 @@ impl SegmentView {
             .map_err(|e| Error::io("stat segment", &path, e))?
             .len();
         let head = read_header(&file, &path)?;
-        let header = SegmentHeader::decode(&head).map_err(|h| header_error(&path, h))?;
-        if header.base_seq != base_seq {
-            return Err(Error::corrupt(
-                &path,
-                16,
-                None,
-                CorruptionKind::BadHeader(format::HeaderError::Invalid(format!(
-                    "base seq {} does not match the file name (base {base_seq})",
-                    header.base_seq
-                ))),
-            ));
-        }
+        let header = decode_segment_header(&head, &path, base_seq)?;
         let map = mmap::map_read(&file, header.capacity.max(len))
             .map_err(|e| Error::io("map segment", &path, e))?;
         let idx_path = dir.join(format::index_file_name(base_seq));
@@ -301,19 +307,8 @@ impl SegmentView {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut &file, &mut bytes)
             .map_err(|e| Error::io("read segment", &path, e))?;
-        let header = SegmentHeader::decode(&bytes[..bytes.len().min(HEADER_SIZE)])
-            .map_err(|h| header_error(&path, h))?;
-        if header.base_seq != base_seq {
-            return Err(Error::corrupt(
-                &path,
-                16,
-                None,
-                CorruptionKind::BadHeader(format::HeaderError::Invalid(format!(
-                    "base seq {} does not match the file name (base {base_seq})",
-                    header.base_seq
-                ))),
-            ));
-        }
+        let header =
+            decode_segment_header(&bytes[..bytes.len().min(HEADER_SIZE)], &path, base_seq)?;
         let map = mmap::copy_to_map(&bytes).map_err(|e| Error::io("copy segment", &path, e))?;
         let index = index_bytes.and_then(|b| {
             let f = File::open(&idx_path).ok()?;
