@@ -27,6 +27,43 @@ fn corpus(target: &str) -> Vec<PathBuf> {
     files
 }
 
+/// The contents of a target's seed corpus.
+fn seed_files(target: &str) -> Vec<Vec<u8>> {
+    corpus(target)
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect()
+}
+
+/// One of `seeds` with one to three mutations: a flipped bit, a truncation, a random byte, and
+/// (with `lines`) a whole line dropped, so that seqs, turns and calls go out of step.
+fn mutated(rng: &mut Rng, seeds: &[Vec<u8>], lines: bool) -> Vec<u8> {
+    let mut data = seeds[rng.below(seeds.len() as u64) as usize].clone();
+    for _ in 0..rng.range(1, 4) {
+        if data.is_empty() {
+            break;
+        }
+        let at = rng.below(data.len() as u64) as usize;
+        match rng.below(if lines { 4 } else { 3 }) {
+            0 => data[at] ^= 1 << rng.below(8),
+            1 => data.truncate(at.max(1)),
+            2 => data[at] = rng.next() as u8,
+            _ => {
+                let end = data[at..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(data.len(), |p| at + p + 1);
+                let start = data[..at]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+                data.drain(start..end);
+            }
+        }
+    }
+    data
+}
+
 #[test]
 fn segment_decode_corpus() {
     let files = corpus("segment_decode");
@@ -60,20 +97,9 @@ fn engine_model_random_inputs() {
 #[test]
 fn segment_decode_mutated_real_segments() {
     let mut rng = Rng(common::seed(0xdec0));
-    let seeds: Vec<Vec<u8>> = corpus("segment_decode")
-        .iter()
-        .map(|f| std::fs::read(f).unwrap())
-        .collect();
+    let seeds = seed_files("segment_decode");
     for _ in 0..common::env_count("AGENTLOG_FUZZ_ITERS", 30) {
-        let mut data = seeds[rng.below(seeds.len() as u64) as usize].clone();
-        for _ in 0..rng.range(1, 4) {
-            let at = rng.below(data.len() as u64) as usize;
-            match rng.below(3) {
-                0 => data[at] ^= 1 << rng.below(8),
-                1 => data.truncate(at.max(1)),
-                _ => data[at] = rng.next() as u8,
-            }
-        }
+        let data = mutated(&mut rng, &seeds, false);
         if let Some(dump) = std::env::var_os("AGENTLOG_FUZZ_DUMP") {
             std::fs::write(dump, &data).unwrap();
         }
@@ -146,35 +172,9 @@ fn jsonl_import_corpus() {
 #[test]
 fn jsonl_import_mutated_examples() {
     let mut rng = Rng(common::seed(0x150c));
-    let seeds: Vec<Vec<u8>> = corpus("jsonl_import")
-        .iter()
-        .map(|f| std::fs::read(f).unwrap())
-        .collect();
+    let seeds = seed_files("jsonl_import");
     for _ in 0..common::env_count("AGENTLOG_FUZZ_ITERS", 30) {
-        let mut data = seeds[rng.below(seeds.len() as u64) as usize].clone();
-        for _ in 0..rng.range(1, 4) {
-            let at = rng.below(data.len() as u64) as usize;
-            match rng.below(4) {
-                0 => data[at] ^= 1 << rng.below(8),
-                1 => data.truncate(at.max(1)),
-                2 => {
-                    // Drop a whole line: seqs, turns and calls go out of step.
-                    let end = data[at..]
-                        .iter()
-                        .position(|&b| b == b'\n')
-                        .map_or(data.len(), |p| at + p + 1);
-                    let start = data[..at]
-                        .iter()
-                        .rposition(|&b| b == b'\n')
-                        .map_or(0, |p| p + 1);
-                    data.drain(start..end);
-                }
-                _ => data[at] = rng.next() as u8,
-            }
-            if data.is_empty() {
-                break;
-            }
-        }
+        let data = mutated(&mut rng, &seeds, true);
         fuzz_jsonl::jsonl_import(&data);
     }
 }
