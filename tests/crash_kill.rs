@@ -4,9 +4,11 @@
 //! A child process (this test binary, re-executed to run `child_append_stream`) opens the log,
 //! appends the deterministic stream `payload(seq)` from wherever the log ends (single appends
 //! and batches, under `Durability::Os` or `Durability::Sync`), and prints each acknowledged
-//! length. The parent kills it with SIGKILL after a random delay (sometimes before it has even
-//! opened the log), reopens the log, checks it, appends one more record, closes it, and starts
-//! the next child. `AGENTLOG_CRASH_KILLS` sets the number of kills (default 200);
+//! length. The parent kills it with SIGKILL: most kills after a random delay counted from the
+//! child's `START` line (so they land while it appends, however slowly processes start on the
+//! machine), some after a random delay counted from the spawn (before or during its open). Then
+//! the parent reopens the log, checks it, appends one more record, closes it, and starts the
+//! next child. `AGENTLOG_CRASH_KILLS` sets the number of kills (default 200);
 //! `AGENTLOG_SEED` replays a run.
 
 mod common;
@@ -15,7 +17,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use agentlog::log::{DamageClass, Durability, Log, LogReader, Options};
@@ -71,9 +73,21 @@ fn child_append_stream() {
     }
 }
 
+/// When the parent kills a child.
+#[derive(Clone, Copy)]
+enum KillAt {
+    /// This long after the spawn: before, during or just after the child's open.
+    AfterSpawn(Duration),
+    /// This long after the child printed `START` (it has opened the log and appends).
+    AfterStart(Duration),
+}
+
+/// How long a child may take to open the log before the test gives up on it.
+const START_PATIENCE: Duration = Duration::from_secs(60);
+
 /// Runs one child until killed; returns the largest acknowledged length and whether the child
 /// had opened the log.
-fn run_child_and_kill(dir: &Path, sync: bool, seed: u64, delay: Duration) -> (u64, bool) {
+fn run_child_and_kill(dir: &Path, sync: bool, seed: u64, at: KillAt) -> (u64, bool) {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args([
         "--exact",
@@ -93,6 +107,7 @@ fn run_child_and_kill(dir: &Path, sync: bool, seed: u64, delay: Duration) -> (u6
     let acked = Arc::new(AtomicU64::new(0));
     let started = Arc::new(AtomicU64::new(0));
     let (acked2, started2) = (Arc::clone(&acked), Arc::clone(&started));
+    let (start_tx, start_rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
@@ -101,10 +116,21 @@ fn run_child_and_kill(dir: &Path, sync: bool, seed: u64, delay: Duration) -> (u6
                 acked2.fetch_max(n.parse().unwrap(), Ordering::SeqCst);
             } else if line.contains("START ") {
                 started2.store(1, Ordering::SeqCst);
+                let _ = start_tx.send(());
             }
         }
     });
-    std::thread::sleep(delay);
+    match at {
+        KillAt::AfterSpawn(delay) => std::thread::sleep(delay),
+        KillAt::AfterStart(delay) => {
+            if start_rx.recv_timeout(START_PATIENCE).is_err() {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the child did not open the log within {START_PATIENCE:?}");
+            }
+            std::thread::sleep(delay);
+        }
+    }
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
     reader.join().unwrap();
@@ -137,10 +163,15 @@ fn kill_9_at_random_moments_keeps_an_exact_prefix() {
             checked = 0;
         }
         let sync = rng.below(3) == 0;
-        // Mostly short delays (child start-up takes a few ms): some kills land before or
-        // during the child's open, most in the middle of the stream.
-        let delay = Duration::from_micros(rng.range(1_000, 30_000));
-        let (acked, started) = run_child_and_kill(&dir, sync, rng.next(), delay);
+        // One kill in five is timed from the spawn and lands before, during or just after the
+        // child's open (start-up takes a few ms here, far more on a slow machine); the others
+        // are timed from the child's START and land in the middle of the stream.
+        let at = if rng.below(5) == 0 {
+            KillAt::AfterSpawn(Duration::from_micros(rng.range(0, 20_000)))
+        } else {
+            KillAt::AfterStart(Duration::from_micros(rng.range(0, 20_000)))
+        };
+        let (acked, started) = run_child_and_kill(&dir, sync, rng.next(), at);
         opened_children += u64::from(started);
         before_open += u64::from(!started);
         if !dir.exists() {
