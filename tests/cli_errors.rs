@@ -318,3 +318,45 @@ fn colors_only_on_a_terminal_and_never_with_no_color() {
         assert!(!plain.contains('\x1b'), "NO_COLOR={value:?}: {plain:?}");
     }
 }
+
+/// A line without an end (a binary file, `/dev/zero`) is refused once it is longer than any
+/// storable event could be written (16 × max_event_size, at least 1 MiB), by `import` and by
+/// `append`: a clear error naming the line, no session left behind, memory bounded.
+#[test]
+fn an_endless_line_is_refused_by_import_and_append() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    std::fs::write(
+        cli.store().join("agentlog.toml"),
+        "max_event_size = \"1KiB\"\n",
+    )
+    .unwrap();
+    let entries = cli.session_entries();
+    let mut endless = fix_typo_lines()[..2].join("\n").into_bytes();
+    endless.push(b'\n');
+    endless.extend(std::iter::repeat_n(b'a', 3 << 20));
+
+    let run = cli.run_with(&["import", "-", "--id", "endless"], &endless);
+    let err = run.fails(1);
+    assert!(
+        err.contains("line 3: the line is longer than 1048576 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(cli.session_entries(), entries);
+
+    let next = r#"{"type":"turn/start","data":{"turn":2}}"#;
+    let mut input = format!("{next}\n").into_bytes();
+    input.extend(std::iter::repeat_n(b'a', 3 << 20));
+    let run = cli.run_with(&["append", &id, "--ack"], &input);
+    let err = run.fails(1);
+    assert!(
+        err.contains("line 2: the line is longer than 1048576 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the line before it stays appended (seq 10)"),
+        "{err}"
+    );
+    assert_eq!(run.stdout, "10\n");
+}

@@ -684,3 +684,42 @@ fn accepted_spellings() {
     // an empty file is an empty session
     assert_eq!(parse_jsonl(b"").unwrap(), (None, vec![]));
 }
+
+/// A line longer than the reader's limit is refused after reading at most the limit (memory stays
+/// bounded for a file without line ends), naming its line; a line of exactly the limit, and a
+/// last line without `\n` of that length, are read.
+#[test]
+fn a_line_longer_than_the_limit_is_refused_without_reading_it_whole() {
+    use agentlog::event::{JsonlReader, Line};
+
+    let line = format!("{TURN}\n");
+    let limit = line.len() as u64;
+    let long = format!(
+        "{line}{}\n",
+        TURN.replace("\"turn\":1", "\"turn\":1,\"x\":\"yy\"")
+            .replace("\"seq\":0", "\"seq\":1")
+    );
+    let mut reader = JsonlReader::new(long.as_bytes()).with_max_line(limit);
+    assert!(matches!(reader.next(), Some(Ok(Line::Event(_)))));
+    let e = reader.next().expect("an item").expect_err("refused");
+    assert_eq!(e.kind, ParseErrorKind::LineTooLong { limit });
+    assert_at(&e, 2, None);
+    assert!(e.to_string().contains("longer than"), "{e}");
+    assert!(reader.next().is_none(), "the reader ends after a refusal");
+
+    // Exactly the limit, with and without the final line end.
+    for input in [line.clone(), TURN.to_string()] {
+        let mut reader = JsonlReader::new(input.as_bytes()).with_max_line(limit);
+        assert!(
+            matches!(reader.next(), Some(Ok(Line::Event(_)))),
+            "{input:?}"
+        );
+        assert!(reader.next().is_none());
+    }
+
+    // An endless line: refused after the limit, not read to the end.
+    let endless = std::io::BufReader::new(std::io::repeat(b'a'));
+    let mut reader = JsonlReader::new(endless).with_max_line(1 << 16);
+    let e = reader.next().expect("an item").expect_err("refused");
+    assert_eq!(e.kind, ParseErrorKind::LineTooLong { limit: 1 << 16 });
+}

@@ -58,6 +58,12 @@ pub enum ParseErrorKind {
         /// The character's code.
         code: u8,
     },
+    /// The line is longer than the reader accepts (see [`JsonlReader::with_max_line`]
+    /// (crate::event::JsonlReader::with_max_line)); nothing of it was parsed.
+    LineTooLong {
+        /// The most bytes a line may hold, its line end included.
+        limit: u64,
+    },
     /// Objects and arrays are nested deeper than [`MAX_DEPTH`](crate::event::MAX_DEPTH).
     TooDeep {
         /// The limit that was exceeded.
@@ -155,6 +161,11 @@ impl fmt::Display for ParseErrorKind {
             Self::ControlCharacter { code } => write!(
                 f,
                 "unescaped control character U+{code:04X} in a string (write it as an escape)"
+            ),
+            Self::LineTooLong { limit } => write!(
+                f,
+                "the line is longer than {limit} bytes, the most a line may hold (no event that \
+                 large can be stored; a file without line ends is not JSONL)"
             ),
             Self::TooDeep { limit } => {
                 write!(f, "objects and arrays nested deeper than {limit} levels")

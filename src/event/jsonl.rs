@@ -117,6 +117,40 @@ fn parse_text(text: &str, line: u64, allow_header: bool) -> Result<Decoded, Pars
         .map_err(|e| e.at_line(line, text.as_bytes()))
 }
 
+/// The longest line [`JsonlReader`] accepts unless told otherwise: 256 MiB (sixteen times the
+/// default maximum event size, room for any escaping).
+pub const DEFAULT_MAX_LINE: u64 = 256 << 20;
+
+/// What [`read_line_bounded`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundedLine {
+    /// The input is at its end: nothing was read.
+    End,
+    /// A line of this many bytes (its `\n` included, when it has one) is in the buffer.
+    Line(usize),
+    /// The line is longer than the limit: the buffer holds its first `limit` bytes, and the
+    /// rest is still unread.
+    TooLong,
+}
+
+/// Reads one line, through its `\n`, into `buf` (cleared first), reading at most `limit` bytes:
+/// memory stays bounded whatever the input. A last line without `\n` is a line.
+pub fn read_line_bounded<R: BufRead>(
+    input: &mut R,
+    buf: &mut Vec<u8>,
+    limit: u64,
+) -> std::io::Result<BoundedLine> {
+    buf.clear();
+    let n = std::io::Read::take(&mut *input, limit).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(BoundedLine::End);
+    }
+    if n as u64 >= limit && buf.last() != Some(&b'\n') && !input.fill_buf()?.is_empty() {
+        return Ok(BoundedLine::TooLong);
+    }
+    Ok(BoundedLine::Line(n))
+}
+
 /// Reads a JSONL session line by line, yielding the header (if the first line is one) and the
 /// events, each checked; refuses the first bad line and then ends.
 ///
@@ -127,6 +161,7 @@ fn parse_text(text: &str, line: u64, allow_header: bool) -> Result<Decoded, Pars
 pub struct JsonlReader<R> {
     input: R,
     buf: Vec<u8>,
+    max_line: u64,
     lines: u64,
     bytes: u64,
     next_seq: u64,
@@ -139,11 +174,21 @@ impl<R: BufRead> JsonlReader<R> {
         Self {
             input,
             buf: Vec::new(),
+            max_line: DEFAULT_MAX_LINE,
             lines: 0,
             bytes: 0,
             next_seq: 0,
             done: false,
         }
+    }
+
+    /// Refuses a line longer than `bytes` (its line end included) with
+    /// [`ParseErrorKind::LineTooLong`], after reading at most that much of it: memory stays
+    /// bounded whatever the input (a binary file, `/dev/zero`). Default: [`DEFAULT_MAX_LINE`].
+    #[must_use]
+    pub fn with_max_line(mut self, bytes: u64) -> Self {
+        self.max_line = bytes.max(1);
+        self
     }
 
     /// Expects the first event to have seq `seq` (for input that continues a log).
@@ -173,21 +218,29 @@ impl<R: BufRead> JsonlReader<R> {
     }
 
     fn read_line(&mut self) -> Result<Option<Line>, ParseError> {
-        self.buf.clear();
-        let n = self
-            .input
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| ParseError {
-                line: self.lines + 1,
-                column: None,
-                kind: ParseErrorKind::Io {
-                    kind: e.kind(),
-                    message: e.to_string(),
-                },
-            })?;
-        if n == 0 {
-            return Ok(None);
-        }
+        let io_error = |line: u64, e: std::io::Error| ParseError {
+            line,
+            column: None,
+            kind: ParseErrorKind::Io {
+                kind: e.kind(),
+                message: e.to_string(),
+            },
+        };
+        let n = match read_line_bounded(&mut self.input, &mut self.buf, self.max_line) {
+            Ok(BoundedLine::End) => return Ok(None),
+            Ok(BoundedLine::Line(n)) => n,
+            Ok(BoundedLine::TooLong) => {
+                self.lines += 1;
+                return Err(ParseError {
+                    line: self.lines,
+                    column: None,
+                    kind: ParseErrorKind::LineTooLong {
+                        limit: self.max_line,
+                    },
+                });
+            }
+            Err(e) => return Err(io_error(self.lines + 1, e)),
+        };
         self.lines += 1;
         self.bytes += n as u64;
         let line = self.lines;

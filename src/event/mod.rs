@@ -83,7 +83,8 @@ pub use data::{
 pub use error::{ParseError, ParseErrorKind};
 pub use jsonl::{
     parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl,
-    parse_tool_content, Draft, JsonlReader, JsonlWriter, Line,
+    parse_tool_content, read_line_bounded, BoundedLine, Draft, JsonlReader, JsonlWriter, Line,
+    DEFAULT_MAX_LINE,
 };
 pub use parse::MAX_DEPTH;
 pub use types::{

@@ -58,7 +58,10 @@ impl Store {
         options: ImportOptions,
         mut progress: impl FnMut(u64),
     ) -> Result<ImportReport> {
-        let mut lines = JsonlReader::new(input);
+        // A line longer than this cannot hold an event of the maximum size, however escaped:
+        // refused after reading that much, so a binary file or an endless line never fills memory.
+        let max_line = self.config().max_event_size.saturating_mul(16).max(1 << 20);
+        let mut lines = JsonlReader::new(input).with_max_line(max_line);
         let mut first = lines.next().transpose()?;
         let header: Option<SessionHeader> = match first.take() {
             Some(Line::Header(h)) => Some(h),

@@ -1,11 +1,11 @@
 //! `agentlog append SESSION [--ack] [--sync]`: events from stdin, one JSONL line each.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 
-use agentlog::event::{parse_draft_line, ParseErrorKind};
+use agentlog::event::{parse_draft_line, read_line_bounded, BoundedLine, ParseErrorKind};
 use agentlog::log::Durability;
 use agentlog::session::Session;
 
@@ -40,6 +40,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     if args.sync {
         options.log.durability = Durability::Sync;
     }
+    // A longer line cannot hold an event of the maximum size however escaped: refused after
+    // reading that much, so an endless line (a binary file, /dev/zero) never fills memory.
+    let max_line = options.log.max_event_size.saturating_mul(16).max(1 << 20);
     let (session, report) = Session::open(&target.dir, options).map_err(|e| target.error(e))?;
     if let Some(cut) = &report.log.cut {
         eprintln!(
@@ -47,7 +50,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             target.label, cut.bytes, cut.first_lost_seq, cut.at
         );
     }
-    let result = append_lines(&session, &args);
+    let result = append_lines(&session, &args, max_line);
     let closed = session.close().map_err(|e| target.error(e));
     let appended = result?;
     closed?;
@@ -58,7 +61,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
 }
 
 /// Appends every line of stdin; returns how many were appended.
-fn append_lines(session: &Session, args: &Args) -> Result<u64> {
+fn append_lines(session: &Session, args: &Args, max_line: u64) -> Result<u64> {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut out = std::io::stdout().lock();
@@ -66,26 +69,32 @@ fn append_lines(session: &Session, args: &Args) -> Result<u64> {
     let mut line_no = 0u64;
     let mut appended = 0u64;
     let first = session.len();
-    let refused = |line_no: u64, appended: u64, why: String| {
-        let kept = match appended {
-            0 => "nothing was appended".to_string(),
-            1 => format!("the line before it stays appended (seq {first})"),
-            n => format!(
-                "the {n} lines before it stay appended (seqs {first}..{})",
-                first + n - 1
-            ),
+    // The seq of the last event stored (an assistant/chunk the store does not keep has none).
+    let mut last_stored: Option<u64> = None;
+    let refused = |line_no: u64, appended: u64, last: Option<u64>, why: String| {
+        let (lines, stay, were) = match appended {
+            1 => ("the line before it".to_string(), "stays", "was"),
+            n => (format!("the {n} lines before it"), "stay", "were"),
+        };
+        let kept = match (appended, last) {
+            (0, _) => "nothing was appended".to_string(),
+            (_, None) => format!("{lines} {were} accepted (chunks this store does not keep)"),
+            (_, Some(l)) if l == first => format!("{lines} {stay} appended (seq {first})"),
+            (_, Some(l)) => format!("{lines} {stay} appended (seqs {first}..{l})"),
         };
         anyhow!("line {line_no}: {why}; {kept}")
     };
     loop {
-        buf.clear();
-        let n = input
-            .read_until(b'\n', &mut buf)
+        let read = read_line_bounded(&mut input, &mut buf, max_line)
             .map_err(|e| anyhow!("cannot read standard input: {e}"))?;
-        if n == 0 {
-            return Ok(appended);
+        match read {
+            BoundedLine::End => return Ok(appended),
+            BoundedLine::Line(_) => line_no += 1,
+            BoundedLine::TooLong => {
+                let why = ParseErrorKind::LineTooLong { limit: max_line }.to_string();
+                return Err(refused(line_no + 1, appended, last_stored, why));
+            }
         }
-        line_no += 1;
         let mut text: &[u8] = &buf;
         if let Some(rest) = text.strip_suffix(b"\n") {
             text = rest.strip_suffix(b"\r").unwrap_or(rest);
@@ -97,6 +106,7 @@ fn append_lines(session: &Session, args: &Args) -> Result<u64> {
             refused(
                 line_no,
                 appended,
+                last_stored,
                 format!("invalid UTF-8 at byte {}", e.valid_up_to() + 1),
             )
         })?;
@@ -111,16 +121,17 @@ fn append_lines(session: &Session, args: &Args) -> Result<u64> {
                     None => e.kind.to_string(),
                 },
             };
-            refused(line_no, appended, why)
+            refused(line_no, appended, last_stored, why)
         })?;
         let seq = session.append_draft(draft).map_err(|e| {
             let why = match e {
                 agentlog::Error::Lifecycle(l) => l.to_string(),
                 other => other.to_string(),
             };
-            refused(line_no, appended, why)
+            refused(line_no, appended, last_stored, why)
         })?;
         appended += 1;
+        last_stored = seq.or(last_stored);
         if args.ack {
             match seq {
                 Some(s) => writeln!(out, "{s}")?,
