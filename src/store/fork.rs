@@ -10,7 +10,9 @@ use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
 use super::Store;
 
 /// The prefix of the hidden folder a fork is built in.
-pub(crate) const FORK_PREFIX: &str = ".fork-";
+/// Where a fork is built before it is renamed into place; `~` is not an id character, so such a
+/// folder is never taken for a session.
+pub(crate) const FORK_PREFIX: &str = ".fork~";
 
 /// Where to fork.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Importing a JSONL session: all or nothing.
 //!
-//! The events are written into a hidden folder of the store (`sessions/.import-…`), each checked
+//! The events are written into a hidden folder of the store (`sessions/.import~…`), each checked
 //! as a live append would be (lifecycle rules, projection); only when the whole file was accepted
 //! is the folder synced and renamed to the session's id. A refused file leaves nothing behind.
 
@@ -13,7 +13,9 @@ use crate::session::{new_id, now_ms, Session, SessionMeta};
 
 use super::Store;
 
-const TEMP_PREFIX: &str = ".import-";
+/// Where an import is built before it is renamed into place; `~` is not an id character, so
+/// such a folder is never taken for a session.
+const TEMP_PREFIX: &str = ".import~";
 
 /// How to import.
 #[derive(Debug, Clone, Default)]

@@ -218,6 +218,9 @@ impl Store {
             return Err(Error::Exists(id.to_string()));
         }
         let sessions = self.root.join(SESSIONS_DIR);
+        // What imports and forks killed half-way left behind (best effort: a failure to remove
+        // it does not stop this one; `gc` reports it).
+        let _ = import::remove_leftovers(&sessions);
         let temp = sessions.join(format!("{prefix}{}", new_id()));
         let value = match build(&temp) {
             Ok(v) => v,
@@ -283,7 +286,9 @@ impl Store {
         let r = self.reader(id)?;
         let m = r.meta();
         Ok(SessionInfo {
-            id: m.id.clone(),
+            // The folder's name: the id the session is opened by, even if its session.json
+            // was edited to say otherwise.
+            id: id.to_string(),
             title: m.title.clone(),
             state: m.state,
             events: r.len(),

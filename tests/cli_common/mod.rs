@@ -152,3 +152,13 @@ pub fn flip(path: &Path, offset: usize) {
     bytes[offset] ^= 0x20;
     std::fs::write(path, bytes).unwrap();
 }
+
+/// Copies a session directory (its files; no subfolders are needed).
+pub fn copy_session(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() && entry.file_name() != "LOCK" {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}

@@ -39,7 +39,8 @@ use crate::target::Ctx;
 
 const AFTER_HELP: &str = "\
 A SESSION is a session id in the store, or the path of a session directory (one that holds
-session.json; an argument containing '/' or naming an existing directory is a path).
+session.json; an argument containing '/' is a path, and so is the name of a directory in the
+current directory when the store holds no session of that id).
 
 Exit codes: 0 success, 1 failure (a message on stderr starting with \"error:\"), 2 usage.";
 

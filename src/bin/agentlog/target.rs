@@ -55,43 +55,58 @@ impl Ctx {
         Store::open(&self.root).map_err(|e| anyhow!("cannot open store {}: {e}", self.shown()))
     }
 
-    /// Resolves a SESSION argument: a path when it contains `/` or names an existing directory,
-    /// otherwise an id in the store.
+    /// Resolves a SESSION argument: a path when it contains `/`; otherwise the store's session
+    /// of that id when there is one, else a session directory of that name in the current
+    /// directory, else an error.
     pub fn resolve(&self, arg: &str) -> Result<Target> {
         let as_path = Path::new(arg);
-        if arg.contains('/') || as_path.is_dir() {
-            if !as_path.join(META_FILE).is_file() {
-                return Err(anyhow!(
-                    "no session at {arg:?}: not a session directory (one holds {META_FILE}); a \
-                     SESSION is an id in the store (1 to 128 characters from A-Z a-z 0-9 . _ -) \
-                     or the path of a session directory"
-                ));
+        if !arg.contains('/') {
+            let in_store = validate_id(arg).is_ok()
+                && self
+                    .root
+                    .join(SESSIONS_DIR)
+                    .join(arg)
+                    .join(META_FILE)
+                    .is_file();
+            if in_store || !as_path.is_dir() {
+                validate_id(arg).map_err(|e| anyhow!("{e}"))?;
+                if !in_store {
+                    return Err(anyhow!(
+                        "no session {arg:?} in store {} (list sessions with `agentlog ls`; \
+                         choose the store with --store DIR or $AGENTLOG_STORE)",
+                        self.shown()
+                    ));
+                }
+                return Ok(self.in_store(arg));
             }
-            let store = as_path
-                .parent()
-                .filter(|p| p.file_name().is_some_and(|n| n == SESSIONS_DIR))
-                .and_then(Path::parent)
-                .map(Path::to_path_buf);
-            return Ok(Target {
-                dir: as_path.to_path_buf(),
-                label: arg.to_string(),
-                store,
-            });
         }
-        validate_id(arg).map_err(|e| anyhow!("{e}"))?;
-        let dir = self.root.join(SESSIONS_DIR).join(arg);
-        if !dir.join(META_FILE).is_file() {
+        if !as_path.join(META_FILE).is_file() {
             return Err(anyhow!(
-                "no session {arg:?} in store {} (list sessions with `agentlog ls`; choose the \
-                 store with --store DIR or $AGENTLOG_STORE)",
+                "no session at {arg:?}: not a session directory (one holds {META_FILE}), and no \
+                 session of that id in store {}; a SESSION is an id in the store (1 to 128 \
+                 characters from A-Z a-z 0-9 . _ -) or the path of a session directory",
                 self.shown()
             ));
         }
+        let store = as_path
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == SESSIONS_DIR))
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
         Ok(Target {
-            dir,
+            dir: as_path.to_path_buf(),
             label: arg.to_string(),
-            store: Some(self.root.clone()),
+            store,
         })
+    }
+
+    /// The store's session `id` (an id the store listed: never looked up as a path).
+    pub fn in_store(&self, id: &str) -> Target {
+        Target {
+            dir: self.root.join(SESSIONS_DIR).join(id),
+            label: id.to_string(),
+            store: Some(self.root.clone()),
+        }
     }
 }
 

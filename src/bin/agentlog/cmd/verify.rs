@@ -39,9 +39,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             let ids = store
                 .ids(true)
                 .map_err(|e| anyhow!("cannot list store {}: {e}", ctx.shown()))?;
-            ids.iter()
-                .map(|id| ctx.resolve(id))
-                .collect::<Result<Vec<_>>>()?
+            ids.iter().map(|id| ctx.in_store(id)).collect()
         }
     };
     let mut bad = 0usize;
