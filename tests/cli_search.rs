@@ -8,7 +8,7 @@ mod search_common;
 use std::ops::ControlFlow;
 
 use agentlog::event::{parse_json, Value};
-use cli_common::Cli;
+use cli_common::{example, Cli};
 use search_common::{Corpus, RefQuery};
 
 fn setup() -> (Cli, Corpus) {
@@ -270,4 +270,47 @@ fn exit_codes() {
     // --help says that no match is exit 0.
     let help = cli.run(&["search", "--help"]);
     assert!(help.ok().contains("exit code is 0"), "{}", help.stdout);
+}
+
+/// `show --type` and `search --type` read the same forms: `tool`, `tool/*`, `*`, exact types,
+/// and `error` (a type with no domain).
+#[test]
+fn show_and_search_take_the_same_type_forms() {
+    let cli = Cli::new();
+    let id = cli.import_example("tools-and-approvals", &[]);
+    let lines = std::fs::read_to_string(example("tools-and-approvals.jsonl")).unwrap();
+    let types: Vec<String> = lines
+        .lines()
+        // Canonical lines start with {"type":"…" (serde_json cannot read all of their numbers).
+        .map(|l| l.split('"').nth(3).unwrap().to_string())
+        .collect();
+    for (form, expected) in [
+        (
+            "tool",
+            types.iter().filter(|t| t.starts_with("tool/")).count(),
+        ),
+        (
+            "tool/*",
+            types.iter().filter(|t| t.starts_with("tool/")).count(),
+        ),
+        ("*", types.len()),
+        (
+            "tool/call",
+            types.iter().filter(|t| *t == "tool/call").count(),
+        ),
+        (
+            "approval",
+            types.iter().filter(|t| t.starts_with("approval/")).count(),
+        ),
+    ] {
+        assert!(expected > 0, "{form}: the example holds such events");
+        let show = cli.run(&["show", &id, "--json", "--type", form]);
+        assert_eq!(show.ok().lines().count(), expected, "show --type {form}");
+        let search = cli.run(&["search", "--session", &id, "--json", "--type", form]);
+        assert_eq!(
+            search.ok().lines().count(),
+            expected,
+            "search --type {form}"
+        );
+    }
 }

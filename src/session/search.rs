@@ -22,18 +22,21 @@ pub enum TypeFilter {
     Any,
     /// One type, by its exact name (`tool/call`, or an unknown type's name).
     Exact(String),
-    /// A domain: every type named `DOMAIN/…` (written `tool/*`; this holds `tool`).
+    /// A domain: every type named `DOMAIN/…`, and a type named `DOMAIN` itself (written `tool/*`
+    /// or `tool`; this holds `tool`). `error`, a type without a domain, is matched this way too.
     Domain(String),
 }
 
 impl TypeFilter {
-    /// `*` is [`Any`](Self::Any), `D/*` is [`Domain`](Self::Domain)`(D)`, anything else
-    /// [`Exact`](Self::Exact).
+    /// `*` is [`Any`](Self::Any); `D/*` and a name without `/` (`tool`, `error`) are
+    /// [`Domain`](Self::Domain)`(D)`; anything else (`tool/call`) is [`Exact`](Self::Exact).
     pub fn parse(text: &str) -> TypeFilter {
         if text == "*" {
             TypeFilter::Any
         } else if let Some(domain) = text.strip_suffix("/*") {
             TypeFilter::Domain(domain.to_string())
+        } else if !text.contains('/') {
+            TypeFilter::Domain(text.to_string())
         } else {
             TypeFilter::Exact(text.to_string())
         }
@@ -46,7 +49,7 @@ impl TypeFilter {
             TypeFilter::Exact(t) => type_name == t,
             TypeFilter::Domain(d) => type_name
                 .strip_prefix(d.as_str())
-                .is_some_and(|rest| rest.starts_with('/')),
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
         }
     }
 }

@@ -657,8 +657,12 @@ fn type_selected(filters: &[String], t: &str) -> bool {
         || filters.iter().any(|f| {
             if f == "*" {
                 true
-            } else if let Some(domain) = f.strip_suffix("/*") {
-                t.starts_with(&format!("{domain}/"))
+            } else if let Some(domain) = f
+                .strip_suffix("/*")
+                .or((!f.contains('/')).then_some(f.as_str()))
+            {
+                // `tool/*` and `tool`: the domain, and a type of exactly that name (`error`).
+                t == domain || t.starts_with(&format!("{domain}/"))
             } else {
                 f == t
             }

@@ -30,8 +30,8 @@ pub struct Args {
     /// Only this session (an id in the store, or a session directory); repeat for several
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
-    /// Only events of this type: a type (tool/call), a domain (tool/*) or * for all; repeat or
-    /// separate with commas
+    /// Only events of this type: a type (tool/call), a domain (tool or tool/*) or * for all;
+    /// repeat or separate with commas
     #[arg(long = "type", value_name = "T", value_delimiter = ',')]
     types: Vec<String>,
     /// Only the calls, results and approvals of this tool

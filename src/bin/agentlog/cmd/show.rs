@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use agentlog::event::{decode_event, Event, EventData, EventType, JsonlWriter};
-use agentlog::session::SessionReader;
+use agentlog::session::{SessionReader, TypeFilter};
 
 use crate::lines::{self, Pairing};
 use crate::output::{local_day, Color, Paint};
@@ -30,8 +30,8 @@ pub struct ShowArgs {
     /// The last seq shown
     #[arg(long, value_name = "SEQ")]
     to: Option<u64>,
-    /// Only events of these types: a type (tool/call) or a domain (tool); repeat or separate
-    /// with commas
+    /// Only events of these types: a type (tool/call), a domain (tool or tool/*) or * for all;
+    /// repeat or separate with commas
     #[arg(long = "type", value_name = "TYPE", value_delimiter = ',')]
     types: Vec<String>,
     /// Only the events of turn N (from its turn/start to its turn/end)
@@ -67,7 +67,7 @@ pub fn run_show(ctx: &Ctx, args: ShowArgs) -> Result<ExitCode> {
     let from = args.from.unwrap_or(0);
     let end = args.to.map_or(len, |t| t.saturating_add(1).min(len));
     let filter = Filter {
-        types: args.types,
+        types: args.types.iter().map(|t| TypeFilter::parse(t)).collect(),
         turn: args.turn,
     };
     let mut view = View::new(&reader, &target, args.json, false)?;
@@ -122,19 +122,13 @@ fn spans_days(reader: &SessionReader, from: u64, end: u64, follow: bool) -> bool
 
 #[derive(Debug, Default)]
 struct Filter {
-    types: Vec<String>,
+    types: Vec<TypeFilter>,
     turn: Option<u64>,
 }
 
 impl Filter {
     fn accepts(&self, type_name: &str, turn: Option<u64>) -> bool {
-        let type_ok = self.types.is_empty()
-            || self.types.iter().any(|t| {
-                type_name == t
-                    || type_name
-                        .strip_prefix(t.as_str())
-                        .is_some_and(|rest| rest.starts_with('/'))
-            });
+        let type_ok = self.types.is_empty() || self.types.iter().any(|t| t.matches(type_name));
         let turn_ok = self.turn.is_none() || self.turn == turn;
         type_ok && turn_ok
     }
