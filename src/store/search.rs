@@ -42,12 +42,29 @@ impl Store {
     ///
     /// A session the query names that does not exist is [`Error::NotFound`], one that is deleted
     /// [`Error::Deleted`]. A damaged session stops the search with its error (after the matches
-    /// before the damage).
+    /// before the damage); [`Store::search_skipping`] goes on past it.
     ///
     /// [`SessionReader::search`]: crate::session::SessionReader::search
-    pub fn search<F>(&self, query: &Query, mut on_match: F) -> Result<SearchStats>
+    pub fn search<F>(&self, query: &Query, on_match: F) -> Result<SearchStats>
     where
         F: FnMut(&str, &ArchivedEvent) -> ControlFlow<()>,
+    {
+        self.search_skipping(query, on_match, |_, e| Err(e))
+    }
+
+    /// [`Store::search`], handing the error of a session that cannot be read (damaged, or
+    /// deleted or missing when the query names it) to `on_error` with its id: `Ok(())` skips
+    /// that session (the matches before its damage were given already) and goes on, `Err` stops
+    /// the search with that error.
+    pub fn search_skipping<F, G>(
+        &self,
+        query: &Query,
+        mut on_match: F,
+        mut on_error: G,
+    ) -> Result<SearchStats>
+    where
+        F: FnMut(&str, &ArchivedEvent) -> ControlFlow<()>,
+        G: FnMut(&str, Error) -> Result<()>,
     {
         let (ids, named) = match query.sessions() {
             Some(ids) => {
@@ -64,29 +81,50 @@ impl Store {
             if remaining == Some(0) {
                 break;
             }
-            let reader = self.reader(id)?;
+            let reader = match self.reader(id) {
+                Ok(r) => r,
+                Err(e) => {
+                    on_error(id, e)?;
+                    continue;
+                }
+            };
             if reader.meta().state == SessionState::Deleted {
                 if named {
-                    return Err(Error::Deleted(id.clone()));
+                    on_error(id, Error::Deleted(id.clone()))?;
                 }
                 continue;
             }
             let mut each = |e: &ArchivedEvent| on_match(id, e);
-            let flow = reader.search_into(query, &mut remaining, &mut stats, &mut each)?;
-            if flow.is_break() {
-                break;
+            match reader.search_into(query, &mut remaining, &mut stats, &mut each) {
+                Ok(flow) if flow.is_break() => break,
+                Ok(_) => {}
+                Err(e) => on_error(id, e)?,
             }
         }
         Ok(stats)
     }
 
-    /// The statistics of every session that is not deleted, summed.
+    /// The statistics of every session that is not deleted, summed. A damaged session stops it
+    /// with its error; [`Store::stats_skipping`] leaves it out instead.
     pub fn stats(&self) -> Result<StoreStats> {
+        self.stats_skipping(|_, e| Err(e))
+    }
+
+    /// [`Store::stats`], handing the error of a session that cannot be read to `on_error` with
+    /// its id: `Ok(())` leaves that session out of the sums, `Err` stops with that error.
+    pub fn stats_skipping<G>(&self, mut on_error: G) -> Result<StoreStats>
+    where
+        G: FnMut(&str, Error) -> Result<()>,
+    {
         let mut all = StoreStats::default();
         for id in self.ids(false)? {
-            let stats = self.reader(&id)?.stats()?;
-            all.total.merge(&stats);
-            all.sessions += 1;
+            match self.reader(&id).and_then(|r| r.stats()) {
+                Ok(stats) => {
+                    all.total.merge(&stats);
+                    all.sessions += 1;
+                }
+                Err(e) => on_error(&id, e)?,
+            }
         }
         Ok(all)
     }

@@ -24,7 +24,8 @@ use crate::target::{explain, Ctx};
 /// to its turn/end. --since is inclusive, --until exclusive. --text looks, ignoring case, in the
 /// text and reasoning of user, assistant and system messages, the string values of their
 /// tool_use inputs, tool/call arguments and tool/result output. The exit code is 0 whether or
-/// not anything matched.
+/// not anything matched. Searching the whole store, a session that cannot be read (damaged) is
+/// named on stderr and skipped, the others are searched, and the exit code is 1.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only this session (an id in the store, or a session directory); repeat for several
@@ -112,6 +113,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         json: args.json,
         failed: None,
     };
+    let mut failed = false;
     let stats = if args.sessions.is_empty() {
         if !ctx.exists() {
             return Err(anyhow!(
@@ -120,9 +122,20 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             ));
         }
         let store = ctx.open_store()?;
-        let result = store.search(&query, |id, e| printer.print(id, e));
+        // A session that cannot be read is reported and skipped: the others are still searched.
+        let mut skipped = Vec::new();
+        let result = store.search_skipping(
+            &query,
+            |id, e| printer.print(id, e),
+            |id, e| {
+                skipped.push((id.to_string(), e));
+                Ok(())
+            },
+        );
         printer.finish()?;
-        result.map_err(|e| anyhow!("cannot search store {}: {e}", ctx.shown()))?
+        let stats = result.map_err(|e| anyhow!("cannot search store {}: {e}", ctx.shown()))?;
+        failed = report_skipped(skipped);
+        stats
     } else {
         search_sessions(ctx, &args.sessions, &query, &mut printer)?
     };
@@ -132,7 +145,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             stats.matches, stats.events_scanned, stats.sessions
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Prints an error for each session a store-wide command skipped; true when there was one.
+pub fn report_skipped(skipped: Vec<(String, agentlog::Error)>) -> bool {
+    for (id, e) in &skipped {
+        eprintln!("error: {}", skipped_message(id, e));
+    }
+    !skipped.is_empty()
+}
+
+fn skipped_message(id: &str, e: &agentlog::Error) -> String {
+    format!(
+        "session {id} was skipped: {e} (check it with `agentlog verify {id}`; \
+         `agentlog recover --salvage {id}` keeps its valid events)"
+    )
 }
 
 /// Searches the sessions named by `--session`, in id order (each once).

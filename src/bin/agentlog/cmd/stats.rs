@@ -21,7 +21,8 @@ use crate::target::Ctx;
 /// --json prints one object: {"events","byType":{TYPE:n},"turns","endReasons":{KIND:n},"steps",
 /// "tokens":{"input","output","cacheRead","cacheWrite","reasoning"},"tools":{NAME:{"calls",
 /// "errors","failureRate","latencyMs":{"median","max"}}},"bytes"}, with a last member
-/// "sessions" for --all.
+/// "sessions" for --all. With --all, a session that cannot be read (damaged) is named on stderr
+/// and left out of the sums, and the exit code is 1.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
@@ -36,6 +37,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    let mut failed = false;
     match &args.session {
         Some(session) => {
             let target = ctx.resolve(session)?;
@@ -54,9 +56,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                 ));
             }
             let store = ctx.open_store()?;
+            // A session that cannot be read is reported and left out of the sums.
+            let mut skipped = Vec::new();
             let all = store
-                .stats()
+                .stats_skipping(|id, e| {
+                    skipped.push((id.to_string(), e));
+                    Ok(())
+                })
                 .map_err(|e| anyhow!("cannot read store {}: {e}", ctx.shown()))?;
+            failed = super::search::report_skipped(skipped);
             if args.json {
                 print_json(&all.to_json())?;
             } else {
@@ -64,7 +72,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Milliseconds for people: `850 ms`, `12.5 ms`, `3.2 s`, `2m 05s`, `1h 02m`.
