@@ -58,8 +58,9 @@ pub enum ParseErrorKind {
         /// The character's code.
         code: u8,
     },
-    /// The line is longer than the reader accepts (see [`JsonlReader::with_max_line`]
-    /// (crate::event::JsonlReader::with_max_line)); nothing of it was parsed.
+    /// The line is longer than the reader accepts (see
+    /// [`JsonlReader::with_max_line`](crate::event::JsonlReader::with_max_line)); nothing of it
+    /// was parsed.
     LineTooLong {
         /// The most bytes a line may hold, its line end included.
         limit: u64,

@@ -72,10 +72,26 @@ fn write_index_prefix(view: &SegmentView, to: &Path, count: u64, end: u64) -> Re
     write_file(to, &[&bytes])
 }
 
+/// Checks the checksum of each of the first `count` records of `view`: a fork never carries
+/// damage into a new session without a word.
+fn check_records(view: &SegmentView, count: u64) -> Result<()> {
+    let base = view.header.base_seq;
+    for i in 0..count {
+        view.record(i).map_err(|(offset, fault)| {
+            Error::corrupt(&view.path, offset, Some(base + i), fault.into_kind())
+        })?;
+    }
+    Ok(())
+}
+
 /// Copies the first `n` records of the log in `from` into the empty directory `to` (which must
 /// exist): sealed segments are hard-linked when possible (copied otherwise), the segment
-/// holding record `n - 1` is copied up to the end of that record. Works while a writer appends
-/// to `from`. Fails with [`Error::SeqOutOfRange`] when the log holds fewer than `n` records.
+/// holding record `n - 1` is copied up to the end of that record. Each record copied is checked
+/// (its checksum; nothing is decoded): a damaged one fails the copy with [`Error::Corrupt`]
+/// naming it, so a copy never carries damage. The hard-linked segments are not read (that would
+/// make forking cost a read of the whole prefix): they are the parent's own files, not copies,
+/// and `verify` of either log reports damage in them. Works while a writer appends to `from`. Fails with
+/// [`Error::SeqOutOfRange`] when the log holds fewer than `n` records.
 pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
     let reader = LogReader::open(from)?;
     if n > reader.len() {
@@ -119,8 +135,10 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
                 .map_err(|e| Error::io("copy", view.index_path(), e))?;
             continue;
         }
-        // The segment the prefix ends in (or an active one): copy up to its last record.
+        // The segment the prefix ends in (or an active one): copy up to its last record, which
+        // is read anyway, so each record copied is checked too.
         let count = n.min(seg_end) - base;
+        check_records(view, count)?;
         let end = match count.checked_sub(1) {
             Some(last) => {
                 view.record(last)
