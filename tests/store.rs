@@ -340,7 +340,7 @@ fn import_without_header_gets_a_new_id_and_the_given_title() {
     assert_eq!(report.events, 10);
     assert_eq!(report.id.len(), 26);
     let r = store.reader(&report.id).unwrap();
-    assert_eq!(r.meta().title.as_deref(), Some("typo"));
+    assert_eq!(r.meta().title.present().map(String::as_str), Some("typo"));
     // Exported with a header, and imported again under another id, it is the same session.
     let with_header = export(&r, true);
     let again = import(

@@ -1,12 +1,26 @@
 //! `session.json`: a session's identity and metadata, replaced atomically.
 //!
+//! The session header (EVENTS.md §4) is kept whole, as `export --header` writes it, under its own
+//! member `header`; the store's own bookkeeping sits beside it, so no member of the header can
+//! collide with it:
+//!
 //! ```json
-//! {"id":"…","title":"…","createdAt":1755000000001,"cwd":"/home/dev/demo","state":"active",
-//!  "parentSession":"…","seedLength":42,"config":{…}, …unknown members kept…}
+//! {"header":{"type":"session","version":1,"id":"…","createdAt":1755000000001,"title":"…",
+//!            "cwd":"/home/dev/demo","parentSession":"…","seedLength":42, …unknown header members…},
+//!  "state":"active","config":{…}, …unknown members of session.json…}
 //! ```
 //!
-//! Absent optional members are left out. The time of the last event is not stored: it is read
-//! from the log.
+//! Inside `header`, an optional member is absent, `null` or a value, each kept as it was given;
+//! unknown header members keep their order after the known ones. `state` and `config` (absent
+//! when there is none) belong to the store and never reach the header.
+//!
+//! The layout written before (version 1 of agentlog's stores) is still read: a flat object
+//! `{"id":…,"title"?,"createdAt":…,"cwd"?,"state":…,"parentSession"?,"seedLength"?,"config"?, …}`
+//! recognised by its top-level `id`, which the current layout never writes. Its unknown members
+//! were the header's (that is how they were exported), and are read as such. The next save
+//! writes the current layout.
+//!
+//! The time of the last event is not stored: it is read from the log.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -14,10 +28,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::event::{parse_json, Map, Number, SessionHeader, Value};
+use crate::event::{parse_header_line, parse_json, Map, Opt, SessionHeader, Value};
 
 /// The name of the metadata file in a session directory.
 pub const META_FILE: &str = "session.json";
+
+/// The members of `session.json` that belong to the store (the current layout).
+const STORE_MEMBERS: [&str; 3] = ["header", "state", "config"];
 
 /// Whether a session takes appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -52,27 +69,33 @@ impl SessionState {
     }
 }
 
-/// A session's metadata (`session.json`).
+/// A session's metadata (`session.json`): the session header's members, then the store's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionMeta {
     /// The session id.
     pub id: String,
-    /// A human title.
-    pub title: Option<String>,
+    /// A human title: absent, `null` or a string, as the header gave it.
+    pub title: Opt<String>,
     /// Creation time, epoch milliseconds.
     pub created_at: i64,
-    /// The working directory the agent ran in.
-    pub cwd: Option<String>,
-    /// Active, archived or deleted.
+    /// The working directory the agent ran in (absent, `null` or a string).
+    pub cwd: Opt<String>,
+    /// Active, archived or deleted (the store's; never in the header).
     pub state: SessionState,
-    /// The session this one was forked from.
-    pub parent_session: Option<String>,
-    /// How many events were copied from the parent when forking.
-    pub seed_length: Option<u64>,
-    /// The agent's configuration for this session, kept verbatim.
+    /// The session this one was forked from (absent, `null` or an id).
+    pub parent_session: Opt<String>,
+    /// How many events were copied from the parent when forking (absent, `null` or a count).
+    pub seed_length: Opt<u64>,
+    /// The agent's configuration for this session, kept verbatim (the store's; never in the
+    /// header).
     pub config: Option<Value>,
-    /// Unknown members (of `session.json`, or of an imported session header), in order.
-    pub extra: Map,
+    /// Unknown members of the session header, in order: exported after the known ones by
+    /// [`SessionMeta::to_header`]. Any name is allowed (`state` and `config` too).
+    pub header_extra: Map,
+    /// Unknown members of `session.json` itself (a newer agentlog's, say), in order: kept, never
+    /// exported. A member named like one of the store's own (`header`, `state`, `config`) is
+    /// not written.
+    pub store_extra: Map,
 }
 
 impl SessionMeta {
@@ -80,141 +103,115 @@ impl SessionMeta {
     pub fn new(id: impl Into<String>, created_at: i64) -> Self {
         SessionMeta {
             id: id.into(),
-            title: None,
+            title: Opt::Absent,
             created_at,
-            cwd: None,
+            cwd: Opt::Absent,
             state: SessionState::Active,
-            parent_session: None,
-            seed_length: None,
+            parent_session: Opt::Absent,
+            seed_length: Opt::Absent,
             config: None,
-            extra: Map::new(),
+            header_extra: Map::new(),
+            store_extra: Map::new(),
         }
     }
 
-    /// Metadata from an imported header line.
+    /// Metadata from an imported header line: every member kept as given (`null` stays `null`).
     pub fn from_header(h: &SessionHeader) -> Self {
         SessionMeta {
             id: h.id.clone(),
-            title: h.title.present().cloned(),
+            title: h.title.clone(),
             created_at: h.created_at,
-            cwd: h.cwd.present().cloned(),
+            cwd: h.cwd.clone(),
             state: SessionState::Active,
-            parent_session: h.parent_session.present().cloned(),
-            seed_length: h.seed_length.present().copied(),
+            parent_session: h.parent_session.clone(),
+            seed_length: h.seed_length.clone(),
             config: None,
-            extra: h.extra.clone(),
+            header_extra: h.extra.clone(),
+            store_extra: Map::new(),
         }
     }
 
-    /// The header line `export --header` writes.
+    /// The header line `export --header` writes: the imported header's members as they were.
     pub fn to_header(&self) -> SessionHeader {
         SessionHeader {
             version: 1,
             id: self.id.clone(),
             created_at: self.created_at,
-            title: self.title.clone().into(),
-            cwd: self.cwd.clone().into(),
-            parent_session: self.parent_session.clone().into(),
-            seed_length: self.seed_length.into(),
-            extra: self.extra.clone(),
+            title: self.title.clone(),
+            cwd: self.cwd.clone(),
+            parent_session: self.parent_session.clone(),
+            seed_length: self.seed_length.clone(),
+            extra: self.header_extra.clone(),
         }
     }
 
-    /// The JSON text of `session.json`.
+    /// The JSON text of `session.json` (the current layout: see the module docs).
     pub fn to_json(&self) -> String {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: Value| {
-            // Known members come first and are unique; an unknown member of the same name is
-            // dropped below.
-            let _ = m.push(k, v);
-        };
-        put("id", Value::String(self.id.clone()));
-        if let Some(t) = &self.title {
-            put("title", Value::String(t.clone()));
-        }
-        put(
-            "createdAt",
-            Value::Number(Number::from_i64(self.created_at)),
-        );
-        if let Some(c) = &self.cwd {
-            put("cwd", Value::String(c.clone()));
-        }
-        put("state", Value::String(self.state.as_str().into()));
-        if let Some(p) = &self.parent_session {
-            put("parentSession", Value::String(p.clone()));
-        }
-        if let Some(n) = self.seed_length {
-            put("seedLength", Value::Number(Number::from_u64(n)));
-        }
+        let mut out = String::from("{\"header\":");
+        out.push_str(&self.to_header().to_canonical_string());
+        out.push_str(",\"state\":");
+        out.push_str(&Value::String(self.state.as_str().into()).to_string());
         if let Some(c) = &self.config {
-            put("config", c.clone());
+            out.push_str(",\"config\":");
+            out.push_str(&c.to_string());
         }
-        for (k, v) in self.extra.iter() {
-            let _ = m.push(k, v.clone());
+        for (k, v) in self.store_extra.iter() {
+            if STORE_MEMBERS.contains(&k) {
+                continue;
+            }
+            out.push(',');
+            out.push_str(&Value::String(k.to_owned()).to_string());
+            out.push(':');
+            out.push_str(&v.to_string());
         }
-        Value::Object(m).to_string()
+        out.push('}');
+        out
     }
 
-    /// Reads `session.json` text.
+    /// Reads `session.json` text, in the current layout or the one written before (a top-level
+    /// `id`).
     pub fn from_json(text: &str) -> std::result::Result<SessionMeta, String> {
         let v = parse_json(text).map_err(|e| e.to_string())?;
         let Value::Object(map) = v else {
             return Err("expected a JSON object".into());
         };
-        let mut meta = SessionMeta::new(String::new(), 0);
-        let mut have_id = false;
-        let mut have_created = false;
+        if map.get("id").is_some() {
+            return from_flat_json(map);
+        }
+        let mut header = None;
+        let mut state = SessionState::Active;
+        let mut config = None;
+        let mut store_extra = Map::new();
         for member in map.into_members() {
             let (k, v) = (member.key, member.value);
-            let string = |v: &Value| match v {
-                Value::String(s) => Ok(s.clone()),
-                other => Err(format!("{k} must be a string, found {}", other.kind())),
-            };
             match k.as_str() {
-                "id" => {
-                    meta.id = string(&v)?;
-                    have_id = true;
-                }
-                "title" => meta.title = opt_string(&k, &v)?,
-                "createdAt" => {
-                    meta.created_at = match &v {
-                        Value::Number(n) => n.as_i64(),
-                        _ => None,
+                "header" => {
+                    if !matches!(v, Value::Object(_)) {
+                        return Err(format!("header must be an object, found {}", v.kind()));
                     }
-                    .ok_or("createdAt must be an integer")?;
-                    have_created = true;
-                }
-                "cwd" => meta.cwd = opt_string(&k, &v)?,
-                "state" => {
-                    let s = string(&v)?;
-                    meta.state = SessionState::from_name(&s).ok_or_else(|| {
-                        format!(
-                            "state must be \"active\", \"archived\" or \"deleted\", found {s:?}"
-                        )
-                    })?;
-                }
-                "parentSession" => meta.parent_session = opt_string(&k, &v)?,
-                "seedLength" => {
-                    meta.seed_length = match &v {
-                        Value::Null => None,
-                        Value::Number(n) => {
-                            Some(n.as_u64().ok_or("seedLength must be an integer")?)
-                        }
-                        _ => return Err("seedLength must be an integer".into()),
+                    let h =
+                        parse_header_line(&v.to_string()).map_err(|e| format!("header: {e}"))?;
+                    if h.version != 1 {
+                        return Err(format!(
+                            "header: version {} is not supported (this build reads version 1)",
+                            h.version
+                        ));
                     }
+                    header = Some(h);
                 }
-                "config" => meta.config = Some(v),
+                "state" => state = state_named(&v)?,
+                "config" => config = Some(v),
                 _ => {
-                    let _ = meta.extra.push(k, v);
+                    let _ = store_extra.push(k, v);
                 }
             }
         }
-        if !have_id {
-            return Err("the member \"id\" is missing".into());
-        }
-        if !have_created {
-            return Err("the member \"createdAt\" is missing".into());
-        }
+        let header =
+            header.ok_or("the member \"header\" (or, in the older layout, \"id\") is missing")?;
+        let mut meta = SessionMeta::from_header(&header);
+        meta.state = state;
+        meta.config = config;
+        meta.store_extra = store_extra;
         Ok(meta)
     }
 
@@ -238,10 +235,65 @@ impl SessionMeta {
     }
 }
 
-fn opt_string(k: &str, v: &Value) -> std::result::Result<Option<String>, String> {
+/// Reads the layout written before: one flat object, its unknown members the header's.
+fn from_flat_json(map: Map) -> std::result::Result<SessionMeta, String> {
+    let mut meta = SessionMeta::new(String::new(), 0);
+    let mut have_created = false;
+    for member in map.into_members() {
+        let (k, v) = (member.key, member.value);
+        match k.as_str() {
+            "id" => {
+                meta.id = match v {
+                    Value::String(s) => s,
+                    other => return Err(format!("id must be a string, found {}", other.kind())),
+                }
+            }
+            "title" => meta.title = opt_string(&k, v)?,
+            "createdAt" => {
+                meta.created_at = match &v {
+                    Value::Number(n) => n.as_i64(),
+                    _ => None,
+                }
+                .ok_or("createdAt must be an integer")?;
+                have_created = true;
+            }
+            "cwd" => meta.cwd = opt_string(&k, v)?,
+            "state" => meta.state = state_named(&v)?,
+            "parentSession" => meta.parent_session = opt_string(&k, v)?,
+            "seedLength" => {
+                meta.seed_length = match &v {
+                    Value::Null => Opt::Null,
+                    Value::Number(n) => {
+                        Opt::Present(n.as_u64().ok_or("seedLength must be an integer")?)
+                    }
+                    _ => return Err("seedLength must be an integer".into()),
+                }
+            }
+            "config" => meta.config = Some(v),
+            _ => {
+                let _ = meta.header_extra.push(k, v);
+            }
+        }
+    }
+    if !have_created {
+        return Err("the member \"createdAt\" is missing".into());
+    }
+    Ok(meta)
+}
+
+fn state_named(v: &Value) -> std::result::Result<SessionState, String> {
+    let Value::String(s) = v else {
+        return Err(format!("state must be a string, found {}", v.kind()));
+    };
+    SessionState::from_name(s).ok_or_else(|| {
+        format!("state must be \"active\", \"archived\" or \"deleted\", found {s:?}")
+    })
+}
+
+fn opt_string(k: &str, v: Value) -> std::result::Result<Opt<String>, String> {
     match v {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
+        Value::Null => Ok(Opt::Null),
+        Value::String(s) => Ok(Opt::Present(s)),
         other => Err(format!("{k} must be a string, found {}", other.kind())),
     }
 }
@@ -275,24 +327,99 @@ mod tests {
 
     #[test]
     fn round_trips_with_unknown_members() {
-        let text = r#"{"id":"s1","title":"t","createdAt":5,"state":"archived","seedLength":3,"config":{"b":1.0,"a":null},"x":[1]}"#;
+        let text = concat!(
+            r#"{"header":{"type":"session","version":1,"id":"s1","createdAt":5,"title":"t","#,
+            r#""seedLength":3,"state":"h","config":[1],"header":2},"#,
+            r#""state":"archived","config":{"b":1.0,"a":null},"x":[1]}"#
+        );
         let m = SessionMeta::from_json(text).unwrap();
         assert_eq!(m.state, SessionState::Archived);
-        assert_eq!(m.seed_length, Some(3));
+        assert_eq!(m.seed_length, Opt::Present(3));
+        assert_eq!(
+            m.config.as_ref().unwrap().to_string(),
+            r#"{"b":1.0,"a":null}"#
+        );
+        assert_eq!(
+            m.header_extra.to_string(),
+            r#"{"state":"h","config":[1],"header":2}"#
+        );
+        assert_eq!(m.store_extra.to_string(), r#"{"x":[1]}"#);
         assert_eq!(m.to_json(), text);
     }
 
     #[test]
-    fn refuses_bad_members() {
-        assert!(SessionMeta::from_json(r#"{"createdAt":1}"#)
-            .unwrap_err()
-            .contains("id"));
-        assert!(
-            SessionMeta::from_json(r#"{"id":"a","createdAt":1,"state":"gone"}"#)
-                .unwrap_err()
-                .contains("state")
+    fn keeps_nulls_apart_from_absence() {
+        let mut m = SessionMeta::new("s", 1);
+        m.title = Opt::Null;
+        m.seed_length = Opt::Null;
+        m.cwd = Opt::Present("/w".into());
+        let text = m.to_json();
+        assert_eq!(
+            text,
+            r#"{"header":{"type":"session","version":1,"id":"s","createdAt":1,"title":null,"cwd":"/w","seedLength":null},"state":"active"}"#
         );
-        assert!(SessionMeta::from_json(r#"{"id":"a","createdAt":"1"}"#).is_err());
-        assert!(SessionMeta::from_json("[1]").is_err());
+        assert_eq!(SessionMeta::from_json(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn reads_the_older_flat_layout() {
+        let text = r#"{"id":"s1","title":"t","createdAt":5,"cwd":null,"state":"archived","seedLength":3,"config":{"b":1.0,"a":null},"x":[1]}"#;
+        let m = SessionMeta::from_json(text).unwrap();
+        assert_eq!(m.id, "s1");
+        assert_eq!(m.title, Opt::Present("t".into()));
+        assert_eq!(m.cwd, Opt::Null);
+        assert_eq!(m.parent_session, Opt::Absent);
+        assert_eq!(m.state, SessionState::Archived);
+        assert_eq!(m.seed_length, Opt::Present(3));
+        assert!(m.config.is_some());
+        // Its unknown members were the header's.
+        assert_eq!(m.header_extra.to_string(), r#"{"x":[1]}"#);
+        assert!(m.store_extra.is_empty());
+        // Written again in the current layout, it reads back the same.
+        assert_eq!(SessionMeta::from_json(&m.to_json()).unwrap(), m);
+    }
+
+    #[test]
+    fn store_members_in_store_extra_are_not_written_twice() {
+        let mut m = SessionMeta::new("s", 1);
+        for k in ["header", "state", "config", "y"] {
+            let _ = m.store_extra.push(k, Value::Bool(true));
+        }
+        let text = m.to_json();
+        assert!(text.ends_with(r#""state":"active","y":true}"#), "{text}");
+        assert!(SessionMeta::from_json(&text).is_ok());
+    }
+
+    #[test]
+    fn refuses_bad_members() {
+        for (text, needle) in [
+            (r#"{"createdAt":1}"#, "header"),
+            (r#"{"id":"a","title":1,"createdAt":1}"#, "title"),
+            (r#"{"id":"a","createdAt":1,"state":"gone"}"#, "state"),
+            (r#"{"id":"a","createdAt":"1"}"#, "createdAt"),
+            (r#"{"id":"a"}"#, "createdAt"),
+            (r#"{"id":1,"createdAt":1}"#, "id"),
+            ("[1]", "object"),
+            (r#"{"header":[]}"#, "header"),
+            (
+                r#"{"header":{"type":"session","version":1,"createdAt":1}}"#,
+                "id",
+            ),
+            (
+                r#"{"header":{"type":"session","version":2,"id":"a","createdAt":1}}"#,
+                "version",
+            ),
+            (
+                r#"{"header":{"type":"session","version":1,"id":"a","createdAt":1,"title":2}}"#,
+                "title",
+            ),
+            (
+                r#"{"header":{"type":"session","version":1,"id":"a","createdAt":1},"state":3}"#,
+                "state",
+            ),
+        ] {
+            let err = SessionMeta::from_json(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! through hard links, so a fork costs about one segment's copy whatever the parent's size.
 
 use crate::error::{Error, Result};
-use crate::event::ArchivedEventData;
+use crate::event::{ArchivedEventData, Opt};
 use crate::log::{self, PrefixCopy};
 use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
 
@@ -87,10 +87,11 @@ impl Store {
         meta.title = parent_meta.title.clone();
         meta.cwd = parent_meta.cwd.clone();
         meta.config = parent_meta.config.clone();
-        meta.extra = parent_meta.extra.clone();
+        meta.header_extra = parent_meta.header_extra.clone();
+        meta.store_extra = parent_meta.store_extra.clone();
         meta.state = SessionState::Active;
-        meta.parent_session = Some(parent_meta.id.clone());
-        meta.seed_length = Some(n);
+        meta.parent_session = Opt::Present(parent_meta.id.clone());
+        meta.seed_length = Opt::Present(n);
         let copy = self.build_session(&id, FORK_PREFIX, |temp| {
             crate::session::create_private_dir(temp)?;
             // Held while the fork is built, so a garbage collection leaves the folder alone.

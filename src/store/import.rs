@@ -8,7 +8,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::event::{Draft, JsonlReader, Line, SessionHeader};
+use crate::event::{Draft, JsonlReader, Line, Opt, SessionHeader};
 use crate::session::{new_id, now_ms, Session, SessionMeta};
 
 use super::Store;
@@ -91,8 +91,8 @@ impl Store {
             None => SessionMeta::new(id.clone(), now_ms()),
         };
         meta.id = id.clone();
-        if options.title.is_some() {
-            meta.title = options.title;
+        if let Some(title) = options.title {
+            meta.title = Opt::Present(title);
         }
         let events = self.build_session(&id, TEMP_PREFIX, |temp| {
             let mut opts = self.config.session_options();

@@ -110,7 +110,7 @@ impl NewSession {
 pub struct SessionInfo {
     /// The id.
     pub id: String,
-    /// The title.
+    /// The title (`None` when absent or `null`).
     pub title: Option<String>,
     /// Active, archived (or deleted, when deleted sessions are listed).
     pub state: SessionState,
@@ -122,9 +122,9 @@ pub struct SessionInfo {
     pub created_at: i64,
     /// The time of the last event, epoch milliseconds.
     pub last_event_time: Option<i64>,
-    /// The session it was forked from.
+    /// The session it was forked from (`None` when absent or `null`).
     pub parent_session: Option<String>,
-    /// Events copied from the parent when forking.
+    /// Events copied from the parent when forking (`None` when absent or `null`).
     pub seed_length: Option<u64>,
 }
 
@@ -196,8 +196,8 @@ impl Store {
             return Err(Error::Exists(id));
         }
         let mut meta = SessionMeta::new(id.clone(), now_ms());
-        meta.title = new.title;
-        meta.cwd = new.cwd;
+        meta.title = new.title.into();
+        meta.cwd = new.cwd.into();
         meta.config = new.config;
         let session = Session::create(&dir, meta, self.config.session_options())?;
         self.subscribers.send(&[StoreNotice::Created(id)]);
@@ -289,14 +289,14 @@ impl Store {
             // The folder's name: the id the session is opened by, even if its session.json
             // was edited to say otherwise.
             id: id.to_string(),
-            title: m.title.clone(),
+            title: m.title.present().cloned(),
             state: m.state,
             events: r.len(),
             bytes: r.bytes_on_disk(),
             created_at: m.created_at,
             last_event_time: r.last_event_time()?,
-            parent_session: m.parent_session.clone(),
-            seed_length: m.seed_length,
+            parent_session: m.parent_session.present().cloned(),
+            seed_length: m.seed_length.present().copied(),
         })
     }
 
