@@ -3,8 +3,12 @@
 //! - the canonical text parses back to an equal event,
 //! - writing that again gives identical bytes,
 //! - the archive round trip gives an equal event and identical text.
+//!
+//! Session headers likewise, and through `session.json` (absent, null and present members, unknown
+//! members named like session.json's own).
 
 use agentlog::event::*;
+use agentlog::session::{SessionMeta, SessionState};
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -545,6 +549,34 @@ fn event() -> impl Strategy<Value = Event> {
         })
 }
 
+/// Unknown header members, often named like the members `session.json` keeps beside the header
+/// (`state`, `config`, …): they must not be confused with them.
+fn header_extra() -> impl Strategy<Value = Map> {
+    let name = prop_oneof![
+        2 => odd_string(),
+        3 => prop::sample::select(vec!["state", "config", "header", "headerExtra", "events"])
+            .prop_map(str::to_owned),
+    ];
+    prop_oneof![
+        1 => Just(Map::new()),
+        2 => vec((name, value()), 1..5).prop_map(|m| {
+            unique(
+                m,
+                &[
+                    "type",
+                    "version",
+                    "id",
+                    "createdAt",
+                    "title",
+                    "cwd",
+                    "parentSession",
+                    "seedLength",
+                ],
+            )
+        }),
+    ]
+}
+
 fn header() -> impl Strategy<Value = SessionHeader> {
     (
         any::<u64>(),
@@ -556,16 +588,7 @@ fn header() -> impl Strategy<Value = SessionHeader> {
             opt(odd_string()),
             opt(any::<u64>()),
         ),
-        extra(&[
-            "type",
-            "version",
-            "id",
-            "createdAt",
-            "title",
-            "cwd",
-            "parentSession",
-            "seedLength",
-        ]),
+        header_extra(),
     )
         .prop_map(
             |(version, id, created_at, (title, cwd, parent_session, seed_length), extra)| {
@@ -616,6 +639,30 @@ proptest! {
         let (read, events) = parse_jsonl(format!("{text}\n").as_bytes()).unwrap();
         prop_assert_eq!(read, Some(header));
         prop_assert!(events.is_empty());
+    }
+
+    #[test]
+    fn headers_survive_session_json(
+        header in header(),
+        state in prop::sample::select(vec![
+            SessionState::Active,
+            SessionState::Archived,
+            SessionState::Deleted,
+        ]),
+        config in option::of(value()),
+    ) {
+        // What import keeps of a header, session.json keeps apart from the store's own members,
+        // and `export --header` writes back unchanged.
+        let header = SessionHeader { version: 1, ..header };
+        let mut meta = SessionMeta::from_header(&header);
+        meta.state = state;
+        meta.config = config;
+        let text = meta.to_json();
+        let read = SessionMeta::from_json(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert_eq!(&read, &meta);
+        prop_assert_eq!(read.to_json(), text.clone());
+        prop_assert_eq!(read.to_header().to_canonical_string(), header.to_canonical_string());
+        prop_assert_eq!(read.to_header(), header);
     }
 
     #[test]
