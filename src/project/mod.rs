@@ -65,18 +65,21 @@
 //!   are rare); the splice itself shares everything outside the run.
 //! - **Tool results.** `toolUseId` is `data.callId` when present (a `callId` given as `null`
 //!   counts as absent); else the `callId` of the `tool/call` named by `sourceEventSeqs[0]`; else
-//!   the earliest unanswered `tool/call` of the same turn and step with the same name. A
-//!   `sourceEventSeqs[0]` that names no `tool/call` falls through to the name rule. A result
-//!   that none resolves is refused ([`ProjectError::UnresolvedToolResult`]). A `callId` that
-//!   names no `tool/call` seen is projected as given (that it must name a call of the same turn
-//!   is the session's lifecycle rule).
+//!   the earliest unanswered `tool/call` of the same turn and step with the same name. A result
+//!   answers a call of its own turn only (EVENTS.md §6): a `callId` is looked up among the calls
+//!   of the result's turn (the same id in an earlier turn is another call), and a
+//!   `sourceEventSeqs[0]` naming a call of another turn gives that call's id but answers
+//!   nothing. A `sourceEventSeqs[0]` that names no `tool/call` falls through to the name rule.
+//!   A result that none resolves is refused ([`ProjectError::UnresolvedToolResult`]). A
+//!   `callId` that names no `tool/call` of the result's turn is projected as given (that it
+//!   must name a call of the same turn is the session's lifecycle rule).
 //! - **One answer per call.** A result that resolves to a call already answered is refused
 //!   ([`ProjectError::AlreadyAnswered`]): the projection would show a provider two results for
 //!   one tool use. By `callId`, an answered call is looked for among the calls of the result's
-//!   own turn only (a result answers a call of its turn, EVENTS.md §6; that rule, across turns,
-//!   is the session's), so the check costs the same at any log length. The calls are
+//!   own turn only, so the check costs the same at any log length. The calls are
 //!   queryable ([`Projector::call_answered_by`], [`Projector::open_call`],
-//!   [`Projector::is_answered`], [`Projector::unanswered_calls`], [`Projector::tool_call`]) so
+//!   [`Projector::open_call_of_turn`], [`Projector::is_answered`],
+//!   [`Projector::unanswered_calls`], [`Projector::tool_call`]) so
 //!   the session can check its lifecycle rules on the call a result answers, report them in its
 //!   own terms, and close open calls after a crash.
 //! - **What is left out of a message**: a user message's `envelope` and unknown members; an

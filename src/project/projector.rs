@@ -51,8 +51,9 @@ pub struct Projector {
     surface: imbl::Vector<Arc<Message>>,
     /// The unanswered calls, by seq.
     open: BTreeMap<u64, ToolCallInfo>,
-    /// The seqs of the unanswered calls with each callId.
-    open_by_id: HashMap<String, BTreeSet<u64>>,
+    /// The seqs of the unanswered calls by turn and callId: a result answers a call of its own
+    /// turn (EVENTS.md §6), so it looks only among its turn's calls.
+    open_by_id: HashMap<u64, HashMap<String, BTreeSet<u64>>>,
     /// The seqs of the unanswered calls by (turn, step) and name, for resolution by name.
     open_by_step: HashMap<(u64, u64), HashMap<String, BTreeSet<u64>>>,
     /// The answered calls, by seq: a persistent map, so cloning the projector is O(1) and a
@@ -190,17 +191,31 @@ impl Projector {
         self.open.values()
     }
 
-    /// The earliest unanswered `tool/call` with this `callId`. O(log open calls).
+    /// The earliest unanswered `tool/call` with this `callId`, of any turn. O(turns with open
+    /// calls × log open calls). A result only answers a call of its own turn: see
+    /// [`open_call_of_turn`](Self::open_call_of_turn).
     pub fn open_call(&self, call_id: &str) -> Option<&ToolCallInfo> {
         self.open_by_id
-            .get(call_id)
+            .values()
+            .filter_map(|ids| ids.get(call_id).and_then(BTreeSet::first))
+            .min()
+            .and_then(|seq| self.open.get(seq))
+    }
+
+    /// The earliest unanswered `tool/call` of turn `turn` with this `callId`: the call a result
+    /// of that turn giving this `callId` answers. O(log open calls).
+    pub fn open_call_of_turn(&self, turn: u64, call_id: &str) -> Option<&ToolCallInfo> {
+        self.open_by_id
+            .get(&turn)
+            .and_then(|ids| ids.get(call_id))
             .and_then(BTreeSet::first)
             .and_then(|seq| self.open.get(seq))
     }
 
     /// The call a `tool/result` would answer if applied now, by the rules of §5 (see
     /// [`check`](Self::check)): `Ok(None)` for any other event, and for a result whose `callId`
-    /// names no call of its turn seen so far. A session checks its lifecycle rules on it (the
+    /// names no call of its turn seen so far or whose `sourceEventSeqs[0]` names a call of another
+    /// turn (neither answers a call). A session checks its lifecycle rules on it (the
     /// call is of the result's turn, …) without resolving the result a second way.
     pub fn call_answered_by(&self, event: &Event) -> Result<Option<&ToolCallInfo>, ProjectError> {
         match &event.data {
@@ -273,9 +288,19 @@ impl Projector {
         Ok(Plan::Node { message, place })
     }
 
-    /// The `toolUseId` of a result and the call it answers: its `callId`; else the call named by
-    /// `sourceEventSeqs[0]`; else the earliest unanswered call of its turn and step with its
-    /// tool's name.
+    /// The `toolUseId` of a result and the call it answers (EVENTS.md §5, within the result's
+    /// turn as §6 wants):
+    ///
+    /// 1. `callId`, when present: the id is the `toolUseId`; the call answered is the earliest
+    ///    *unanswered* call of the result's turn with that id (ids may repeat). When every call
+    ///    of the turn with that id is answered, the result is refused (a call is answered at
+    ///    most once); when the turn has no call with that id it answers nothing and is projected
+    ///    as given (refusing it is the session's lifecycle rule).
+    /// 2. else `sourceEventSeqs[0]`, when it names a `tool/call`: that call's id. A call of the
+    ///    result's turn is answered (refused when it was answered already); a call of another
+    ///    turn is not (the lifecycle refuses such a result). When `sourceEventSeqs[0]` names no
+    ///    `tool/call` at all, the spec's "otherwise" applies: on to the name rule.
+    /// 3. else the earliest unanswered call of the result's turn and step with its tool's name.
     fn resolve(
         &self,
         seq: u64,
@@ -283,17 +308,16 @@ impl Projector {
         sources: Option<&[u64]>,
     ) -> Result<(String, Option<u64>), ProjectError> {
         if let Opt::Present(call_id) = &result.call_id {
-            if let Some(&call_seq) = self.open_by_id.get(call_id).and_then(BTreeSet::first) {
-                return Ok((call_id.clone(), Some(call_seq)));
+            if let Some(call) = self.open_call_of_turn(result.turn, call_id) {
+                return Ok((call_id.clone(), Some(call.seq)));
             }
-            // Answered already? A result answers a call of its own turn (EVENTS.md §6), and the
-            // calls of the latest turns are at the end of the list.
+            // Answered already? The calls of the latest turns are at the end of the list.
             let answered = self
                 .answered
                 .values()
                 .rev()
                 .take_while(|c| c.turn >= result.turn)
-                .find(|c| c.call_id == *call_id);
+                .find(|c| c.turn == result.turn && c.call_id == *call_id);
             return match answered {
                 Some(call) => Err(already_answered(seq, call)),
                 // No call of this turn has this id: the result names it itself; that it must
@@ -303,10 +327,15 @@ impl Projector {
         }
         if let Some(&first) = sources.and_then(<[u64]>::first) {
             if let Some(call) = self.open.get(&first) {
-                return Ok((call.call_id.clone(), Some(call.seq)));
+                let answers = (call.turn == result.turn).then_some(call.seq);
+                return Ok((call.call_id.clone(), answers));
             }
             if let Some(call) = self.answered_call(first) {
-                return Err(already_answered(seq, call));
+                return if call.turn == result.turn {
+                    Err(already_answered(seq, call))
+                } else {
+                    Ok((call.call_id.clone(), None))
+                };
             }
         }
         let by_name = self
@@ -391,6 +420,8 @@ impl Projector {
             },
         );
         self.open_by_id
+            .entry(call.turn)
+            .or_default()
             .entry(call.call_id.clone())
             .or_default()
             .insert(seq);
@@ -407,10 +438,15 @@ impl Projector {
         let Some(mut call) = self.open.remove(&call_seq) else {
             return;
         };
-        if let Some(seqs) = self.open_by_id.get_mut(call.call_id.as_str()) {
-            seqs.remove(&call_seq);
-            if seqs.is_empty() {
-                self.open_by_id.remove(call.call_id.as_str());
+        if let Some(ids) = self.open_by_id.get_mut(&call.turn) {
+            if let Some(seqs) = ids.get_mut(call.call_id.as_str()) {
+                seqs.remove(&call_seq);
+                if seqs.is_empty() {
+                    ids.remove(call.call_id.as_str());
+                }
+            }
+            if ids.is_empty() {
+                self.open_by_id.remove(&call.turn);
             }
         }
         let key = (call.turn, call.step);
