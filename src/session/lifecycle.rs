@@ -38,8 +38,6 @@ pub enum Rule {
     ResultAnswersCall,
     /// A call is answered at most once.
     AnsweredOnce,
-    /// Call ids are unique within a turn (so that a result names one call).
-    UniqueCallId,
     /// A surface event's `surfaceOp` must be valid against the surface at that point.
     SurfaceOpValid,
     /// A new compaction is refused while one is open (`compact/start` without `compact/end`).
@@ -68,7 +66,6 @@ impl Rule {
             }
             Rule::ResultAnswersCall => "a tool/result answers one tool/call of the same turn",
             Rule::AnsweredOnce => "a call is answered at most once",
-            Rule::UniqueCallId => "tool/call ids are unique within a turn",
             Rule::SurfaceOpValid => {
                 "a surface event's surfaceOp must be valid against the surface at that point"
             }
@@ -355,8 +352,9 @@ impl Lifecycle {
         }
     }
 
-    /// Which call a tool result answers (the resolution order of EVENTS.md §5): its `callId`;
-    /// else the call named by `sourceEventSeqs[0]`; else the earliest unanswered call of the same
+    /// Which call a tool result answers (the resolution order of EVENTS.md §5): its `callId`
+    /// (the earliest unanswered call of the open turn with that id: ids may repeat, and a call
+    /// is answered at most once); else the call named by `sourceEventSeqs[0]`; else the earliest unanswered call of the same
     /// turn and step with the same tool name.
     fn resolve(&self, f: &Facts<'_>) -> Result<usize, LifecycleError> {
         let Kind::ToolResult {
@@ -371,13 +369,24 @@ impl Lifecycle {
         };
         let calls = self.calls();
         let found = if let Some(id) = call_id {
-            calls.iter().position(|c| c.call_id == id).ok_or_else(|| {
-                self.refuse(
-                    f,
-                    Rule::ResultAnswersCall,
-                    format!("callId {id:?} names no tool/call of turn {turn}"),
-                )
-            })?
+            // The earliest unanswered call of the turn with this id (ids may repeat); when every
+            // call with it is answered, the result would answer one a second time.
+            match calls
+                .iter()
+                .position(|c| c.call_id == id && c.answered_by.is_none())
+            {
+                Some(i) => i,
+                None => calls
+                    .iter()
+                    .rposition(|c| c.call_id == id)
+                    .ok_or_else(|| {
+                        self.refuse(
+                            f,
+                            Rule::ResultAnswersCall,
+                            format!("callId {id:?} names no tool/call of turn {turn}"),
+                        )
+                    })?,
+            }
         } else if let Some(src) = f.first_source {
             calls.iter().position(|c| c.seq == src).ok_or_else(|| {
                 self.refuse(
@@ -556,24 +565,9 @@ impl Lifecycle {
             Kind::Assistant { turn, step, .. } => self.check_in_step(f, turn, step)?,
             Kind::ApprovalRequest { turn, step, .. }
             | Kind::ApprovalDecision { turn, step, .. } => self.check_in_step(f, turn, step)?,
-            Kind::ToolCall {
-                turn,
-                step,
-                call_id,
-                ..
-            } => {
-                self.check_in_step(f, turn, step)?;
-                if let Some(c) = self.calls().iter().find(|c| c.call_id == call_id) {
-                    return Err(self.refuse(
-                        f,
-                        Rule::UniqueCallId,
-                        format!(
-                            "call id {call_id:?} was used by the tool/call at seq {}",
-                            c.seq
-                        ),
-                    ));
-                }
-            }
+            // Call ids may repeat, also within a turn (EVENTS.md has no rule against it): a
+            // result giving a `callId` answers the earliest unanswered call with that id.
+            Kind::ToolCall { turn, step, .. } => self.check_in_step(f, turn, step)?,
             Kind::ToolResult { turn, step, .. } => {
                 self.check_in_step(f, turn, step)?;
                 self.resolve(f)?;
