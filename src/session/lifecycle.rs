@@ -1,5 +1,20 @@
 //! The lifecycle rules of EVENTS.md §6, checked on every append and on import, and the turn
 //! state of §7, derived from the same bookkeeping.
+//!
+//! How a `tool/result` finds its call (the same in the projection, `crate::project`):
+//!
+//! - A result answers one `tool/call` of its own turn, and a call is answered at most once.
+//! - `data.callId`, when present, names the call: the earliest *unanswered* call of the turn with
+//!   that id. Call ids may repeat, also within a turn; a result whose id matches only answered
+//!   calls is refused ([`Rule::AnsweredOnce`]), one whose id matches no call of the turn too
+//!   ([`Rule::ResultAnswersCall`]).
+//! - Else `sourceEventSeqs[0]`, when it names a `tool/call`, names the call. It must be a call of
+//!   the same turn ([`Rule::ResultAnswersCall`]) not answered yet ([`Rule::AnsweredOnce`]); the
+//!   name rule is not tried instead, since §5's "the `tool/call` named by `sourceEventSeqs[0]`"
+//!   exists and its "otherwise" does not apply.
+//! - Otherwise (no `sourceEventSeqs`, or its first seq names an event that is not a `tool/call`):
+//!   the earliest unanswered call of the same turn and step whose name is the result's
+//!   `toolName`.
 
 use std::fmt;
 
@@ -237,6 +252,10 @@ pub struct Lifecycle {
     turn: Option<TurnTrack>,
     compaction: Option<u64>,
     turns_completed: u64,
+    /// The turn of every `tool/call` applied, by seq (a persistent map: cloning the bookkeeping
+    /// for a batch stays O(1)). Tells a `sourceEventSeqs[0]` that names a call of another turn
+    /// (refused) from one that names no call (on to the name rule).
+    call_turns: imbl::OrdMap<u64, u64>,
 }
 
 impl Lifecycle {
@@ -352,10 +371,23 @@ impl Lifecycle {
         }
     }
 
-    /// Which call a tool result answers (the resolution order of EVENTS.md §5): its `callId`
-    /// (the earliest unanswered call of the open turn with that id: ids may repeat, and a call
-    /// is answered at most once); else the call named by `sourceEventSeqs[0]`; else the earliest unanswered call of the same
-    /// turn and step with the same tool name.
+    /// Which call a tool result answers: the resolution order of EVENTS.md §5, within the open
+    /// turn (§6: "a `tool/result` answers one `tool/call` of the same turn; a call is answered
+    /// at most once"). The projector resolves the same way (see `Projector::resolve`).
+    ///
+    /// 1. Its `callId`, when present: the earliest unanswered call of the open turn with that id
+    ///    (ids may repeat). When every call of the turn with the id is answered, [`AnsweredOnce`]
+    ///    refuses it; when none has the id, [`ResultAnswersCall`] does (no fall-through: the
+    ///    result names its call itself).
+    /// 2. Else, when `sourceEventSeqs[0]` names a `tool/call`, that call: §5's "the `tool/call`
+    ///    named by `sourceEventSeqs[0]`" exists, so the next "otherwise" does not apply. A call of
+    ///    another turn is refused ([`ResultAnswersCall`]), an answered one too ([`AnsweredOnce`]).
+    /// 3. Otherwise (no `sourceEventSeqs`, or its first seq names an event that is not a
+    ///    `tool/call`, say the assistant message): the earliest unanswered call of the same turn
+    ///    and step with the result's tool name.
+    ///
+    /// [`AnsweredOnce`]: Rule::AnsweredOnce
+    /// [`ResultAnswersCall`]: Rule::ResultAnswersCall
     fn resolve(&self, f: &Facts<'_>) -> Result<usize, LifecycleError> {
         let Kind::ToolResult {
             turn,
@@ -368,6 +400,9 @@ impl Lifecycle {
             return Err(self.refuse(f, Rule::ResultAnswersCall, "not a tool result".into()));
         };
         let calls = self.calls();
+        let named = f
+            .first_source
+            .filter(|src| self.call_turns.contains_key(src));
         let found = if let Some(id) = call_id {
             // The earliest unanswered call of the turn with this id (ids may repeat); when every
             // call with it is answered, the result would answer one a second time.
@@ -376,36 +411,44 @@ impl Lifecycle {
                 .position(|c| c.call_id == id && c.answered_by.is_none())
             {
                 Some(i) => i,
-                None => calls
-                    .iter()
-                    .rposition(|c| c.call_id == id)
-                    .ok_or_else(|| {
-                        self.refuse(
-                            f,
-                            Rule::ResultAnswersCall,
-                            format!("callId {id:?} names no tool/call of turn {turn}"),
-                        )
-                    })?,
+                None => calls.iter().rposition(|c| c.call_id == id).ok_or_else(|| {
+                    self.refuse(
+                        f,
+                        Rule::ResultAnswersCall,
+                        format!("callId {id:?} names no tool/call of turn {turn}"),
+                    )
+                })?,
             }
-        } else if let Some(src) = f.first_source {
-            calls.iter().position(|c| c.seq == src).ok_or_else(|| {
-                self.refuse(
-                    f,
-                    Rule::ResultAnswersCall,
-                    format!("sourceEventSeqs[0] = {src} is not a tool/call of turn {turn}"),
-                )
-            })?
+        } else if let Some(src) = named {
+            match calls.iter().position(|c| c.seq == src) {
+                Some(i) => i,
+                None => {
+                    let other = self.call_turns.get(&src).copied().unwrap_or_default();
+                    return Err(self.refuse(
+                        f,
+                        Rule::ResultAnswersCall,
+                        format!(
+                            "sourceEventSeqs[0] = {src} names a tool/call of turn {other}, not \
+                             of turn {turn}"
+                        ),
+                    ));
+                }
+            }
         } else {
             calls
                 .iter()
                 .position(|c| c.answered_by.is_none() && c.step == step && c.name == tool_name)
                 .ok_or_else(|| {
+                    let how = match f.first_source {
+                        Some(src) => format!("sourceEventSeqs[0] = {src} names no tool/call"),
+                        None => "no sourceEventSeqs".to_string(),
+                    };
                     self.refuse(
                         f,
                         Rule::ResultAnswersCall,
                         format!(
-                            "no callId, no sourceEventSeqs, and no unanswered {tool_name:?} call \
-                             in turn {turn}, step {step}"
+                            "no callId, {how}, and no unanswered {tool_name:?} call in turn \
+                             {turn}, step {step}"
                         ),
                     )
                 })?
@@ -643,11 +686,12 @@ impl Lifecycle {
             }
             Kind::Assistant { message: false, .. } => {}
             Kind::ToolCall {
+                turn,
                 step,
                 call_id,
                 name,
-                ..
             } => {
+                self.call_turns.insert(f.seq, turn);
                 if let Some(t) = &mut self.turn {
                     t.calls.push(CallInfo {
                         seq: f.seq,
