@@ -15,6 +15,10 @@
 //! - Otherwise (no `sourceEventSeqs`, or its first seq names an event that is not a `tool/call`):
 //!   the earliest unanswered call of the same turn and step whose name is the result's
 //!   `toolName`.
+//!
+//! Approvals (§7 `awaitUserConfirm`): an `approval/decision` settles every `approval/request`
+//! for its call made before it, so a repeated request needs one decision; a request after the
+//! decision waits again. [`OpenWork::pending_approvals`] lists each waiting call id once.
 
 use std::fmt;
 
@@ -163,7 +167,8 @@ pub enum TurnState {
     Generating,
     /// The open step has its `assistant/message` and has not ended (its tools run).
     ToolInvoking,
-    /// As `ToolInvoking`, and a call of the step has an `approval/request` without decision.
+    /// As `ToolInvoking`, and a call of the step has an `approval/request` without decision
+    /// (an `approval/decision` for the call settles every request for it made before).
     AwaitUserConfirm,
 }
 
@@ -211,7 +216,9 @@ pub struct OpenWork {
     pub step: Option<(u64, u64)>,
     /// Calls of the open turn without a result, in call order.
     pub unanswered_calls: Vec<CallInfo>,
-    /// Call ids of the open step with an `approval/request` and no decision.
+    /// Call ids of the open step with an `approval/request` and no `approval/decision` after
+    /// it, each once, in the order of their first such request. A decision settles every
+    /// request for its call made before it.
     pub pending_approvals: Vec<String>,
     /// The seq of a `compact/start` without `compact/end`.
     pub compaction: Option<u64>,
@@ -230,7 +237,7 @@ struct StepTrack {
     start_seq: u64,
     first: bool,
     has_message: bool,
-    /// Approval requests of this step: call id and decision.
+    /// Approval requests of this step: call id and decision (at most one undecided per call).
     approvals: Vec<(String, Option<Decision>)>,
 }
 
@@ -334,12 +341,11 @@ impl Lifecycle {
                 .collect();
             if let Some(s) = &t.step {
                 w.step = Some((s.step, s.start_seq));
-                w.pending_approvals = s
-                    .approvals
-                    .iter()
-                    .filter(|(_, d)| d.is_none())
-                    .map(|(id, _)| id.clone())
-                    .collect();
+                for (id, _) in s.approvals.iter().filter(|(_, d)| d.is_none()) {
+                    if !w.pending_approvals.contains(id) {
+                        w.pending_approvals.push(id.clone());
+                    }
+                }
             }
         }
         w
@@ -711,20 +717,33 @@ impl Lifecycle {
             }
             Kind::ApprovalRequest { call_id, .. } => {
                 if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
-                    s.approvals.push((call_id.to_string(), None));
+                    // A repeated request for a call still waiting adds nothing: the call waits
+                    // for one decision. A request after a decision waits again.
+                    if !s
+                        .approvals
+                        .iter()
+                        .any(|(id, d)| id == call_id && d.is_none())
+                    {
+                        s.approvals.push((call_id.to_string(), None));
+                    }
                 }
             }
             Kind::ApprovalDecision {
                 call_id, decision, ..
             } => {
                 if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
-                    match s
+                    // A decision settles every open request for its call.
+                    let mut settled = false;
+                    for (_, d) in s
                         .approvals
                         .iter_mut()
-                        .find(|(id, d)| id == call_id && d.is_none())
+                        .filter(|(id, d)| id == call_id && d.is_none())
                     {
-                        Some(slot) => slot.1 = Some(decision),
-                        None => s.approvals.push((call_id.to_string(), Some(decision))),
+                        *d = Some(decision);
+                        settled = true;
+                    }
+                    if !settled {
+                        s.approvals.push((call_id.to_string(), Some(decision)));
                     }
                 }
             }
