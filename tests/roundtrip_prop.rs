@@ -222,6 +222,14 @@ fn error_info() -> impl Strategy<Value = ErrorInfo> {
         })
 }
 
+/// A `turn/end`'s `reason.error`: `{code?, message}`, `message` required (EVENTS.md §3).
+fn turn_end_error() -> impl Strategy<Value = ErrorInfo> {
+    (error_info(), odd_string()).prop_map(|(mut e, message)| {
+        e.message = Opt::Present(message);
+        e
+    })
+}
+
 fn usage() -> impl Strategy<Value = Usage> {
     (
         any::<u64>(),
@@ -259,7 +267,7 @@ fn data() -> impl Strategy<Value = EventData> {
         (
             n(),
             prop::sample::select(ReasonKind::ALL.to_vec()),
-            opt(error_info()),
+            opt(turn_end_error()),
             extra(&["kind", "error"]),
             extra(&["turn", "reason"])
         )

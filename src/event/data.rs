@@ -72,8 +72,10 @@ pub enum ReasonKind {
 /// An error description: `{code?, message?}`.
 ///
 /// One struct serves `turn/end`'s `reason.error` (EVENTS.md: `{code?, message}`) and
-/// `tool/result`'s `error` (written as `{"code":"TOOL_OUTCOME_UNKNOWN"}`, without a message, by
-/// crash recovery), so `message` is optional here too; the codec accepts either without one.
+/// `tool/result`'s `error` (which the spec gives no members), so `message` is optional in the
+/// type. For `turn/end` it is required: the JSONL codec refuses a `reason.error` without
+/// `message` (naming the line and `data.reason.error.message`), and a session refuses such a
+/// `turn/end` built in code.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct ErrorInfo {

@@ -39,7 +39,10 @@
 //!   ones) or `-0` is refused as mistyped, because they are written back in plain decimal and
 //!   anything else would not survive the round trip.
 //! - The `error` object of `turn/end` and of `tool/result` is one type, [`ErrorInfo`], whose
-//!   `message` is optional (crash recovery writes `{"code":"TOOL_OUTCOME_UNKNOWN"}`).
+//!   `message` is optional in the type (crash recovery writes a `tool/result` `error` of
+//!   `{"code":"TOOL_OUTCOME_UNKNOWN",…}`). A `turn/end`'s `reason.error` is `{code?, message}`
+//!   (EVENTS.md §3): one without `message` is refused (`missing member
+//!   data.reason.error.message`), one whose `message` is not a string too.
 //! - Message roles are constants (`"user"`, `"assistant"`, `"tool"`, `"system"`): required,
 //!   not stored, any other value refused.
 //! - A block or chunk of an unknown `type` is kept as the whole object, members in their order

@@ -11,6 +11,7 @@ use super::decode::{Decode, Path};
 use super::error::LineError;
 use super::parse::{Raw, RawKind};
 use super::types::ArchivedSessionHeader;
+use super::types::Opt;
 use super::types::SessionHeader;
 use super::write::{ObjectWriter, WriteJson};
 
@@ -122,13 +123,34 @@ object!(
             reason: "reason"
         }
 );
-object!(
-    TurnEndReason
-        / ArchivedTurnEndReason {
-            kind: "kind",
-            error: "error"
-        }
-);
+// `reason` is `{kind, error?}` and its `error` is `{code?, message}` (EVENTS.md §3): `message` is
+// required there, unlike in a `tool/result`'s `error`, though both are stored as [`ErrorInfo`]
+// (the archived layout stays as it was). So `reason` has its own decoder.
+impl Decode for TurnEndReason {
+    fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
+        let (obj_pos, members) = expect_object(raw, path)?;
+        let ([kind, error], extra) = split_members(members, &["kind", "error"]);
+        let kind = field(kind, "kind", path, obj_pos)?;
+        let error = match error {
+            Some(raw) if !matches!(raw.kind, RawKind::Null) => {
+                let error_path = Path::Key(&path, "error");
+                let (error_pos, members) = expect_object(raw, error_path)?;
+                let ([code, message], extra) = split_members(members, &["code", "message"]);
+                Opt::Present(ErrorInfo {
+                    code: field(code, "code", error_path, error_pos)?,
+                    message: Opt::Present(field::<String>(
+                        message, "message", error_path, error_pos,
+                    )?),
+                    extra,
+                })
+            }
+            other => field(other, "error", path, obj_pos)?,
+        };
+        Ok(TurnEndReason { kind, error, extra })
+    }
+}
+object!(@write TurnEndReason { kind: "kind", error: "error" });
+object!(@write ArchivedTurnEndReason { kind: "kind", error: "error" });
 object!(
     ErrorInfo
         / ArchivedErrorInfo {

@@ -342,6 +342,7 @@ impl Session {
                 lifecycle.check(&f)?;
             }
             event.time = draft.time.unwrap_or_else(|| now_ms().max(last_time));
+            check_shape(&event)?;
             let facts = Facts::of(&event);
             lifecycle.check(&facts)?;
             if projector_wants(kind) {
@@ -608,6 +609,24 @@ fn surface_error(lifecycle: &Lifecycle, event: &Event, e: crate::project::Projec
         open: lifecycle.open_state(),
         detail: e.to_string(),
     }))
+}
+
+/// The shape rules the types cannot state, for events built in code (the JSONL codec refuses
+/// the same with the line and member): a `turn/end`'s `reason.error` is `{code?, message}`
+/// (EVENTS.md §3), so its `message` is required.
+fn check_shape(event: &Event) -> Result<()> {
+    if let EventData::TurnEnd(d) = &event.data {
+        if let Opt::Present(error) = &d.reason.error {
+            if !matches!(error.message, Opt::Present(_)) {
+                return Err(Error::Invalid(format!(
+                    "turn/end at seq {}: reason.error has no message (EVENTS.md §3: error = \
+                     {{code?, message}}); nothing was written",
+                    event.seq
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// True for the types the projection reads: surface events and tool calls.
