@@ -289,14 +289,6 @@ fn sequence_sources_and_compaction_rules() {
         r#"{"type":"user/message","data":{"role":"user","content":[]},"sourceEventSeqs":[0]}"#,
         Rule::SourcesBeforeEvent,
     );
-    t.refused(
-        r#"{"type":"compact/summary","data":{"startSeq":0,"endSeq":0,"summary":"s"}}"#,
-        Rule::InsideCompaction,
-    );
-    t.refused(
-        r#"{"type":"compact/end","data":{"ok":true}}"#,
-        Rule::InsideCompaction,
-    );
     let u = t.ok(
         r#"{"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"a"}]}}"#,
     );

@@ -19,6 +19,11 @@
 //! Approvals (§7 `awaitUserConfirm`): an `approval/decision` settles every `approval/request`
 //! for its call made before it, so a repeated request needs one decision; a request after the
 //! decision waits again. [`OpenWork::pending_approvals`] lists each waiting call id once.
+//!
+//! Compactions: `compact/*` may appear anywhere (§6); the one rule is §3's, a `compact/start`
+//! while another has no `compact/end` is refused ([`Rule::OneCompactionAtATime`]). A
+//! `compact/summary` or `compact/end` with no compaction open is accepted; such a `compact/end`
+//! closes nothing and leaves the turn state and the open work as they were.
 
 use std::fmt;
 
@@ -61,8 +66,6 @@ pub enum Rule {
     SurfaceOpValid,
     /// A new compaction is refused while one is open (`compact/start` without `compact/end`).
     OneCompactionAtATime,
-    /// `compact/summary` and `compact/end` only inside a compaction.
-    InsideCompaction,
 }
 
 impl Rule {
@@ -91,7 +94,6 @@ impl Rule {
             Rule::OneCompactionAtATime => {
                 "a new compaction is refused until the open one is closed (compact/end)"
             }
-            Rule::InsideCompaction => "compact/summary and compact/end only inside a compaction",
         }
     }
 }
@@ -630,15 +632,10 @@ impl Lifecycle {
                     ));
                 }
             }
-            Kind::CompactSummary | Kind::CompactEnd => {
-                if self.compaction.is_none() {
-                    return Err(self.refuse(
-                        f,
-                        Rule::InsideCompaction,
-                        "no compact/start is open".into(),
-                    ));
-                }
-            }
+            // `compact/*` may appear anywhere (EVENTS.md §6): only a new compaction is refused
+            // while one is open. A `compact/summary` or `compact/end` with no compaction open
+            // (a recovery tool closing a lock twice, say) is accepted and closes nothing.
+            Kind::CompactSummary | Kind::CompactEnd => {}
             Kind::Anywhere => {}
         }
         Ok(())
@@ -748,6 +745,7 @@ impl Lifecycle {
                 }
             }
             Kind::CompactStart => self.compaction = Some(f.seq),
+            // Closes the open compaction, if any; a stray one changes nothing.
             Kind::CompactEnd => self.compaction = None,
             Kind::CompactSummary | Kind::Anywhere => {}
         }
