@@ -220,7 +220,12 @@ pub struct ToolResult {
     pub message: ToolMessage,
     /// The id of the call answered (`callId`).
     pub call_id: Opt<String>,
-    /// Why the tool failed, e.g. `{"code":"TOOL_OUTCOME_UNKNOWN"}`.
+    /// Why the tool failed, e.g. `{"code":"TOOL_OUTCOME_UNKNOWN"}`. EVENTS.md gives this `error`
+    /// no members, so it is kept verbatim: an object `{code?, message?, …}` (strings or null,
+    /// `code` before `message`, unknown members after both) is held here; any other value (a
+    /// string, another member order, a numeric code, …) is held as the member `"error"` of
+    /// [`extra`](Self::extra), with this field absent, and written back in this field's place.
+    /// (The archived layout is the one of earlier versions.) When both are set, this field wins.
     pub error: Opt<ErrorInfo>,
     /// Extra data, kept verbatim.
     pub meta: Opt<Value>,

@@ -42,7 +42,9 @@
 //!   `message` is optional in the type (crash recovery writes a `tool/result` `error` of
 //!   `{"code":"TOOL_OUTCOME_UNKNOWN",…}`). A `turn/end`'s `reason.error` is `{code?, message}`
 //!   (EVENTS.md §3): one without `message` is refused (`missing member
-//!   data.reason.error.message`), one whose `message` is not a string too.
+//!   data.reason.error.message`), one whose `message` is not a string too. A `tool/result`'s
+//!   `error` has no member list in the spec and is kept verbatim, whatever its shape (see
+//!   [`ToolResult::error`]).
 //! - Message roles are constants (`"user"`, `"assistant"`, `"tool"`, `"system"`): required,
 //!   not stored, any other value refused.
 //! - A block or chunk of an unknown `type` is kept as the whole object, members in their order

@@ -5,7 +5,7 @@
 use super::blocks::{ArchivedBlock, ArchivedChunk, Block, Chunk};
 use super::data::*;
 use super::decode::{
-    expect_object, field, missing, mistyped, split_members, take_constant, to_map,
+    expect_object, field, missing, mistyped, split_members, take_constant, to_map, to_value,
 };
 use super::decode::{Decode, Path};
 use super::error::LineError;
@@ -223,17 +223,94 @@ object!(
             arguments: "arguments",
         }
 );
-object!(
-    ToolResult
-        / ArchivedToolResult {
-            turn: "turn",
-            step: "step",
-            message: "message",
-            call_id: "callId",
-            error: "error",
-            meta: "meta",
+// A `tool/result`'s `error` has no member list in EVENTS.md, so it is kept verbatim. One of the
+// shape `{code?, message?, …}` (strings or null, `code` before `message`, unknown members after
+// both) is stored as [`ErrorInfo`], which writes it back byte for byte; any other value (a string,
+// members in another order, a numeric code, …) is kept as the member `"error"` of `extra`, with
+// `error` absent, and written back in `error`'s place. `extra` never otherwise holds a known
+// member's name, and the archived layout is the one of before.
+impl Decode for ToolResult {
+    fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
+        let (obj_pos, members) = expect_object(raw, path)?;
+        let ([turn, step, message, call_id, error, meta], mut extra) = split_members(
+            members,
+            &["turn", "step", "message", "callId", "error", "meta"],
+        );
+        let turn = field(turn, "turn", path, obj_pos)?;
+        let step = field(step, "step", path, obj_pos)?;
+        let message = field(message, "message", path, obj_pos)?;
+        let call_id = field(call_id, "callId", path, obj_pos)?;
+        let error = match error {
+            Some(raw) if !fits_error_info(&raw) => {
+                // `split_members` took every member named "error" out of `extra`.
+                let _ = extra.push("error", to_value(raw));
+                Opt::Absent
+            }
+            other => field(other, "error", path, obj_pos)?,
+        };
+        Ok(ToolResult {
+            turn,
+            step,
+            message,
+            call_id,
+            error,
+            meta: field(meta, "meta", path, obj_pos)?,
+            extra,
+        })
+    }
+}
+
+/// True when `raw` is `null` or an object that [`ErrorInfo`] stores and writes back unchanged.
+fn fits_error_info(raw: &Raw<'_>) -> bool {
+    let members = match &raw.kind {
+        RawKind::Null => return true,
+        RawKind::Object(members) => members,
+        _ => return false,
+    };
+    // The members must be: `code`?, `message`?, then unknown ones.
+    let mut next_known = 0;
+    let mut seen_unknown = false;
+    for m in members {
+        let rank = match m.key.as_ref() {
+            "code" => 1,
+            "message" => 2,
+            _ => {
+                seen_unknown = true;
+                continue;
+            }
+        };
+        let string_or_null = matches!(m.value.kind, RawKind::String(_) | RawKind::Null);
+        if seen_unknown || rank <= next_known || !string_or_null {
+            return false;
         }
-);
+        next_known = rank;
+    }
+    true
+}
+
+macro_rules! write_tool_result {
+    ($ty:ident) => {
+        impl WriteJson for $ty {
+            fn write_json(&self, out: &mut Vec<u8>) {
+                let mut w = ObjectWriter::begin(out);
+                w.member("\"turn\":", &self.turn);
+                w.member("\"step\":", &self.step);
+                w.member("\"message\":", &self.message);
+                w.member("\"callId\":", &self.call_id);
+                if !self.error.is_absent() {
+                    w.member("\"error\":", &self.error);
+                } else if let Some(verbatim) = self.extra.get("error") {
+                    w.member("\"error\":", verbatim);
+                }
+                w.member("\"meta\":", &self.meta);
+                w.extra_except(&self.extra, "error");
+                w.end();
+            }
+        }
+    };
+}
+write_tool_result!(ToolResult);
+write_tool_result!(ArchivedToolResult);
 object!(ToolMessage / ArchivedToolMessage {
     ("role" = "tool"),
     tool_name: "toolName",

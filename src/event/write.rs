@@ -85,6 +85,11 @@ impl<'o> ObjectWriter<'o> {
         extra.write_members(self);
     }
 
+    /// Writes the unknown members but the one named `skip`, in their order.
+    pub(crate) fn extra_except(&mut self, extra: &impl Members, skip: &str) {
+        extra.write_members_except(self, skip);
+    }
+
     /// Closes the object.
     pub(crate) fn end(self) {
         self.out.push(b'}');
@@ -95,6 +100,9 @@ impl<'o> ObjectWriter<'o> {
 pub(crate) trait Members {
     /// Writes each member into `w`.
     fn write_members(&self, w: &mut ObjectWriter<'_>);
+
+    /// Writes each member but the one named `skip` into `w`.
+    fn write_members_except(&self, w: &mut ObjectWriter<'_>, skip: &str);
 }
 
 impl Members for Map {
@@ -103,11 +111,23 @@ impl Members for Map {
             w.named_member(key, value);
         }
     }
+
+    fn write_members_except(&self, w: &mut ObjectWriter<'_>, skip: &str) {
+        for (key, value) in self.iter().filter(|(key, _)| *key != skip) {
+            w.named_member(key, value);
+        }
+    }
 }
 
 impl Members for ArchivedMap {
     fn write_members(&self, w: &mut ObjectWriter<'_>) {
         for (key, value) in self.iter() {
+            w.named_member(key, value);
+        }
+    }
+
+    fn write_members_except(&self, w: &mut ObjectWriter<'_>, skip: &str) {
+        for (key, value) in self.iter().filter(|(key, _)| *key != skip) {
             w.named_member(key, value);
         }
     }
