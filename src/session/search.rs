@@ -590,14 +590,22 @@ mod tests {
             TypeFilter::parse("tool/*"),
             TypeFilter::Domain("tool".into())
         );
+        // `tool/*` and `tool` are the same domain: its types, and a type named `tool` itself.
+        assert_eq!(TypeFilter::parse("tool"), TypeFilter::parse("tool/*"));
         let domain = TypeFilter::parse("tool/*");
         assert!(domain.matches("tool/call"));
-        assert!(!domain.matches("tool"));
+        assert!(domain.matches("tool"));
         assert!(!domain.matches("toolbox/x"));
         assert!(!domain.matches("turn/start"));
-        let exact = TypeFilter::parse("error");
-        assert!(exact.matches("error"));
-        assert!(!exact.matches("error/x"));
+        // `error` has no domain: the name matches the type.
+        let error = TypeFilter::parse("error");
+        assert!(error.matches("error"));
+        assert!(!error.matches("errors"));
+        let exact = TypeFilter::parse("tool/call");
+        assert_eq!(exact, TypeFilter::Exact("tool/call".into()));
+        assert!(exact.matches("tool/call"));
+        assert!(!exact.matches("tool/call/x"));
+        assert!(!exact.matches("tool/result"));
         assert!(TypeFilter::Any.matches("anything/at-all"));
     }
 
