@@ -360,3 +360,31 @@ fn an_endless_line_is_refused_by_import_and_append() {
     );
     assert_eq!(run.stdout, "10\n");
 }
+
+/// Small edges found by an audit: `close --reason` with an unknown kind is a usage error (2);
+/// `export -o -` writes to stdout and `-o DIR` is refused naming the directory; `ls` shows a
+/// title with line breaks and escapes on one line, without control characters.
+#[test]
+fn reason_values_export_to_stdout_or_a_directory_and_titles_on_one_line() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &["--title", "two\nlines\u{1b}[31mRED"]);
+
+    let err = cli
+        .run(&["close", &id, "--reason", "bogus"])
+        .fails(2)
+        .to_string();
+    assert!(err.contains("max-tokens"), "lists the kinds: {err}");
+
+    let dash = cli.run(&["export", &id, "-o", "-"]);
+    assert_eq!(dash.ok(), cli.run(&["export", &id]).ok());
+    assert!(!std::path::Path::new("-").exists());
+    let dir = cli.dir.path().to_str().unwrap().to_string();
+    let err = cli.run(&["export", &id, "-o", &dir]).fails(1).to_string();
+    assert!(err.contains("is a directory"), "{err}");
+
+    let ls = cli.run(&["ls"]);
+    let row = ls.ok().lines().nth(1).unwrap().to_string();
+    assert!(row.ends_with("two lines[31mRED"), "{row:?}");
+    assert!(!ls.stdout.contains('\u{1b}'), "{:?}", ls.stdout);
+    assert_eq!(ls.stdout.lines().count(), 2);
+}

@@ -25,7 +25,12 @@ pub struct Args {
     session: String,
     /// The end reason of the closed turn: completed, aborted, blocked, error, max-tokens or
     /// interrupted
-    #[arg(long, default_value = "interrupted", value_name = "KIND")]
+    #[arg(
+        long,
+        default_value = "interrupted",
+        value_name = "KIND",
+        value_parser = clap::builder::PossibleValuesParser::new(ReasonKind::NAMES)
+    )]
     reason: String,
 }
 

@@ -23,7 +23,8 @@ pub struct Args {
     /// Write the session header line first
     #[arg(long)]
     header: bool,
-    /// Write to FILE (created with mode 0600, replaced atomically) instead of stdout
+    /// Write to FILE (created with mode 0600, replaced atomically) instead of stdout ("-":
+    /// stdout)
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -32,7 +33,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
     let progress = Progress::events(reader.len(), "exporting");
-    match &args.output {
+    // `-o -` is standard output, as `import -` reads standard input.
+    let output = args.output.as_ref().filter(|p| p.as_os_str() != "-");
+    if let Some(path) = output.filter(|p| p.is_dir()) {
+        return Err(anyhow!(
+            "cannot write to {}: it is a directory; give a file name",
+            path.display()
+        ));
+    }
+    match output {
         None => {
             let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             reader

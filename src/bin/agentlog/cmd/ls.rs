@@ -8,7 +8,7 @@ use agentlog::event::Value;
 use agentlog::store::SessionInfo;
 
 use crate::cmd::{object, or_null, print_json};
-use crate::output::{date_time, size, Color, Paint};
+use crate::output::{date_time, one_line, size, Color, Paint};
 use crate::target::{explain, Ctx};
 
 /// List the sessions of the store
@@ -101,7 +101,8 @@ fn table(infos: &[SessionInfo]) -> Result<()> {
                 (None, _) => "-".into(),
             });
         }
-        row.push(i.title.clone().unwrap_or_default());
+        // One line, without control characters (a title could hold escapes or line breaks).
+        row.push(one_line(i.title.as_deref().unwrap_or_default(), 80));
         rows.push(row);
     }
     let columns = rows[0].len();

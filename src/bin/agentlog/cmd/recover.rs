@@ -85,15 +85,16 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let work = &report.open_work;
     if let Some((turn, _)) = work.turn {
         outln!(
-            "  turn {turn} is still open{}{}: an agent resuming the session closes it \
-             (Session::close_open_work)",
+            "  turn {turn} is still open{}{}: `agentlog close {}` closes it (an agent resuming \
+             the session may do it itself: Session::close_open_work)",
             work.step
                 .map(|(s, _)| format!(", step {s}"))
                 .unwrap_or_default(),
             match work.unanswered_calls.len() {
                 0 => String::new(),
                 n => format!(", {n} tool call(s) without a result"),
-            }
+            },
+            target.label
         )?;
     }
     if !report.violations.is_empty() {
