@@ -4,7 +4,7 @@
 mod cli_common;
 
 use agentlog::store::Store;
-use cli_common::{example, Cli};
+use cli_common::{example, flip, segments, Cli};
 
 fn fix_typo_lines() -> Vec<String> {
     std::fs::read_to_string(example("fix-typo.jsonl"))
@@ -387,4 +387,31 @@ fn reason_values_export_to_stdout_or_a_directory_and_titles_on_one_line() {
     assert!(row.ends_with("two lines[31mRED"), "{row:?}");
     assert!(!ls.stdout.contains('\u{1b}'), "{:?}", ls.stdout);
     assert_eq!(ls.stdout.lines().count(), 2);
+}
+
+/// `verify` reports a missing index as a note (exit 0: it is derived data and every event is
+/// there), and a damaged segment header once, not twice.
+#[test]
+fn verify_notes_a_missing_index_and_counts_damage_once() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let dir = cli.session_dir(&id);
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "idx") {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let run = cli.run(&["verify", &id]);
+    let out = run.ok();
+    assert!(
+        out.contains("note:") && out.contains("index missing"),
+        "{out}"
+    );
+
+    let seg = segments(&dir)[0].clone();
+    flip(&seg, 0); // the magic bytes
+    let run = cli.run(&["verify", &id]);
+    run.fails(1);
+    assert!(run.stdout.contains("1 problem(s)"), "{}", run.stdout);
+    assert_eq!(run.stdout.matches("bad magic").count(), 1, "{}", run.stdout);
 }

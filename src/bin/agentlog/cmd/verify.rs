@@ -103,12 +103,16 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
     }
     for s in &report.segments {
         match &s.index {
-            IndexCheck::Missing => problems.push(format!(
-                "{}: index missing or unreadable (the next writer open rebuilds it)",
+            // The index is derived data: every event is still there, so it is a note, not a
+            // failure.
+            IndexCheck::Missing => notes.push(format!(
+                "{}: index missing or unreadable (derived data: readers find the records without \
+                 it, and the next writer open or `agentlog recover {label}` rebuilds it)",
                 s.path.display()
             )),
-            IndexCheck::Wrong(why) => problems.push(format!(
-                "{}: index wrong: {why} (the next writer open rebuilds it)",
+            IndexCheck::Wrong(why) => notes.push(format!(
+                "{}: index wrong: {why} (derived data: readers check it against the segment, \
+                 and the next writer open or `agentlog recover {label}` rebuilds it)",
                 s.path.display()
             )),
             _ => {}
@@ -140,6 +144,8 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
     // The events: each archive, the lifecycle rules, the projection; up to the damage.
     let events = report.events;
     match target.reader() {
+        // The damage found above is why the log cannot be opened: reported once.
+        Err(_) if report.damage.is_some() || !report.unchecked.is_empty() => {}
         Err(e) => problems.push(format!("{e:#}")),
         Ok(reader) => {
             let n = events.min(reader.len());
