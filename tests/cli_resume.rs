@@ -89,7 +89,7 @@ fn a_session_killed_mid_turn_is_closed_verified_and_goes_on() {
     assert!(cli.run(&["close", "s"]).ok().contains("nothing was open"));
     let err = cli
         .run(&["close", "s", "--reason", "sleepy"])
-        .fails(1)
+        .fails(2)
         .to_string();
     assert!(err.contains("interrupted"), "{err}");
 }

@@ -10,7 +10,7 @@ use agentlog::event::{parse_json, parse_tool_content, ToolContent, Value};
 use agentlog::session::{replay, CallReport, ReplayCall, ReplayReport, ToolExecutor, ToolOutput};
 
 use crate::cmd::{object, print_json};
-use crate::output::{Color, Paint};
+use crate::output::{one_line, Color, Paint};
 use crate::target::Ctx;
 
 /// Replay a session, step by step, with or without running its tools
@@ -176,11 +176,7 @@ fn summary(o: Option<&ToolOutput>) -> String {
         ToolContent::Text(t) => t.clone(),
         blocks => blocks.to_string(),
     };
-    let mut s: String = text.chars().take(60).collect();
-    if text.chars().count() > 60 {
-        s.push('…');
-    }
-    let s = s.replace('\n', "⏎");
+    let s = one_line(&text, 60);
     if o.is_error {
         format!("error: {s}")
     } else {
@@ -213,7 +209,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                     "    {} {} {}  → {}",
                     c.call.call_id,
                     c.call.name,
-                    Value::String(c.call.arguments.clone()),
+                    one_line(&c.call.arguments, 80),
                     summary(c.call.recorded.as_ref())
                 )?;
                 match &c.replayed {
