@@ -74,6 +74,10 @@ enum Command {
     Ls(cmd::ls::Args),
     Search(cmd::search::Args),
     Stats(cmd::stats::Args),
+    Archive(cmd::manage::ArchiveArgs),
+    Unarchive(cmd::manage::UnarchiveArgs),
+    Delete(cmd::manage::DeleteArgs),
+    Gc(cmd::manage::GcArgs),
 }
 
 fn main() -> ExitCode {
@@ -96,6 +100,10 @@ fn main() -> ExitCode {
         Command::Ls(a) => cmd::ls::run(&ctx, a),
         Command::Search(a) => cmd::search::run(&ctx, a),
         Command::Stats(a) => cmd::stats::run(&ctx, a),
+        Command::Archive(a) => cmd::manage::run_archive(&ctx, a),
+        Command::Unarchive(a) => cmd::manage::run_unarchive(&ctx, a),
+        Command::Delete(a) => cmd::manage::run_delete(&ctx, a),
+        Command::Gc(a) => cmd::manage::run_gc(&ctx, a),
     };
     match result {
         Ok(code) => code,

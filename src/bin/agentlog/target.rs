@@ -160,6 +160,20 @@ pub fn explain(e: agentlog::Error, label: &str) -> anyhow::Error {
         agentlog::Error::Log(log::Error::Incompatible { .. }) => {
             anyhow!("session {label}: {e} (written by another version of agentlog)")
         }
+        agentlog::Error::NotFound(_) => anyhow!(
+            "no session {label:?} (list sessions with `agentlog ls`; choose the store with \
+             --store DIR or $AGENTLOG_STORE)"
+        ),
+        agentlog::Error::Archived(_) => anyhow!(
+            "session {label} is archived and refuses appends; `agentlog unarchive {label}` makes \
+             it writable again"
+        ),
+        agentlog::Error::Deleted(_) => anyhow!(
+            "session {label} is deleted (its files go at the next `agentlog gc`); `agentlog \
+             unarchive {label}` brings it back"
+        ),
+        // The error names the session already.
+        agentlog::Error::Exists(_) => anyhow!("{e}"),
         _ => anyhow!("session {label}: {e}"),
     }
 }

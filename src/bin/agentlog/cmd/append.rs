@@ -126,6 +126,9 @@ fn append_lines(session: &Session, args: &Args, max_line: u64) -> Result<u64> {
         let seq = session.append_draft(draft).map_err(|e| {
             let why = match e {
                 agentlog::Error::Lifecycle(l) => l.to_string(),
+                e @ (agentlog::Error::Archived(_) | agentlog::Error::Deleted(_)) => {
+                    format!("{:#}", crate::target::explain(e, &args.session))
+                }
                 other => other.to_string(),
             };
             refused(line_no, appended, last_stored, why)

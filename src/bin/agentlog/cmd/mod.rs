@@ -7,6 +7,7 @@ pub mod export;
 pub mod fork;
 pub mod import;
 pub mod ls;
+pub mod manage;
 pub mod recover;
 pub mod replay;
 pub mod search;
