@@ -86,8 +86,8 @@ impl fmt::Display for Error {
             Error::Archive { seq: None, source } => source.fmt(f),
             Error::InvalidId(id) => write!(
                 f,
-                "invalid session id {id:?}: an id is 1 to 128 characters from A-Z a-z 0-9 . _ - \
-                 (never a path)"
+                "invalid session id {id:?}: an id is 1 to 128 characters from A-Z a-z 0-9 . _ -, \
+                 and not . or .. (never a path)"
             ),
             Error::NotFound(id) => write!(f, "no session {id:?}"),
             Error::Exists(id) => write!(f, "a session {id:?} exists already"),

@@ -43,6 +43,15 @@ fn big_session(chunks: u64) -> String {
 /// Runs `agentlog --store STORE args…` with a pseudo-terminal as its standard output and error;
 /// returns everything it printed there.
 fn on_terminal(store: &Path, args: &[&str]) -> String {
+    run_on_terminal(store, args, None)
+}
+
+/// As [`on_terminal`], with standard input read from the file `input`.
+fn on_terminal_stdin(store: &Path, args: &[&str], input: &str) -> String {
+    run_on_terminal(store, args, Some(input))
+}
+
+fn run_on_terminal(store: &Path, args: &[&str], input: Option<&str>) -> String {
     let mut cmd = vec![
         BIN.to_string(),
         "--store".into(),
@@ -54,6 +63,10 @@ fn on_terminal(store: &Path, args: &[&str]) -> String {
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
         .collect::<Vec<_>>()
         .join(" ");
+    let line = match input {
+        Some(file) => format!("{line} < '{}'", file.replace('\'', r"'\''")),
+        None => line,
+    };
     let out = Command::new("script")
         .args(["-q", "-e", "-c", &line, "/dev/null"])
         .env_remove("NO_COLOR")
@@ -118,12 +131,22 @@ fn long_import_export_and_verify_draw_a_bar_on_a_terminal_only() {
     }
 }
 
-/// A short import draws no bar even on a terminal (it would only flash).
+/// A short import draws no bar even on a terminal (it would only flash), also from stdin, whose
+/// size is not known beforehand; a long import from stdin draws one once 8 MiB are read.
 #[test]
 fn short_work_draws_no_bar_on_a_terminal() {
     let cli = Cli::new();
     let file = cli_common::example("fix-typo.jsonl");
-    let shown = on_terminal(&cli.store(), &["import", file.to_str().unwrap()]);
+    let file = file.to_str().unwrap();
+    let shown = on_terminal(&cli.store(), &["import", file]);
     assert!(!shown.contains("importing"), "{shown:?}");
     assert!(!shown.contains('['), "{shown:?}");
+    let shown = on_terminal_stdin(&cli.store(), &["import", "-"], file);
+    assert!(!shown.contains("importing"), "{shown:?}");
+
+    let big = cli.dir.path().join("big.jsonl");
+    std::fs::write(&big, big_session(60_000)).unwrap();
+    let shown = on_terminal_stdin(&cli.store(), &["import", "-"], big.to_str().unwrap());
+    assert!(shown.contains("importing"), "{shown:?}");
+    assert!(shown.contains("MiB"), "{shown:?}");
 }

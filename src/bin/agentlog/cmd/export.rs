@@ -32,7 +32,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
-    let progress = Progress::events(reader.len(), "exporting");
+    let mut progress = Progress::events(reader.len(), "exporting");
     // `-o -` is standard output, as `import -` reads standard input.
     let output = args.output.as_ref().filter(|p| p.as_os_str() != "-");
     if let Some(path) = output.filter(|p| p.is_dir()) {

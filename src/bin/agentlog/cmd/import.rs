@@ -49,7 +49,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     };
     let input: Box<dyn BufRead> = Box::new(BufReader::with_capacity(1 << 16, input));
     let store = ctx.open_store()?;
-    let progress = Progress::bytes(size, "importing");
+    let mut progress = Progress::bytes(size, "importing");
     let options = ImportOptions {
         id: args.id,
         title: args.title,

@@ -149,7 +149,7 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
         Err(e) => problems.push(format!("{e:#}")),
         Ok(reader) => {
             let n = events.min(reader.len());
-            let progress = Progress::events(n, "verifying");
+            let mut progress = Progress::events(n, "verifying");
             let mut checked = 0u64;
             for event in reader.range(0..n) {
                 match event {
