@@ -415,3 +415,27 @@ fn verify_notes_a_missing_index_and_counts_damage_once() {
     assert!(run.stdout.contains("1 problem(s)"), "{}", run.stdout);
     assert_eq!(run.stdout.matches("bad magic").count(), 1, "{}", run.stdout);
 }
+
+/// A folder in the store's sessions directory without session.json: `import` of that id says it
+/// is there and not a session (not "exists already"), and `verify --all` notes it without
+/// failing.
+#[test]
+fn a_folder_that_is_not_a_session_is_named_as_such() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "real"]);
+    std::fs::create_dir_all(cli.store().join("sessions/stray")).unwrap();
+    let file = example("fix-typo.jsonl");
+    let err = cli
+        .run(&["import", file.to_str().unwrap(), "--id", "stray"])
+        .fails(1)
+        .to_string();
+    assert!(err.contains("is not a session"), "{err}");
+    assert!(!err.contains("exists already"), "{err}");
+    let run = cli.run(&["verify", "--all"]);
+    assert!(run.ok().contains("1 session(s) checked, all sound"));
+    assert!(
+        run.stderr.contains("stray: not a session"),
+        "{}",
+        run.stderr
+    );
+}

@@ -214,6 +214,14 @@ impl Store {
         build: impl FnOnce(&Path) -> Result<T>,
     ) -> Result<T> {
         let dir = self.session_dir(id)?;
+        if dir.exists() && !dir.join(META_FILE).is_file() {
+            return Err(Error::BadFile {
+                path: dir,
+                reason: "a folder of that name is in the store and is not a session (it holds no \
+                         session.json): remove it, or choose another id"
+                    .into(),
+            });
+        }
         if dir.exists() {
             return Err(Error::Exists(id.to_string()));
         }

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Result};
 
 use agentlog::log::{self, DamageClass, IndexCheck};
+use agentlog::session::META_FILE;
+use agentlog::store::SESSIONS_DIR;
 
 use crate::output::{Color, Paint};
 use crate::progress::Progress;
@@ -39,6 +41,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             let ids = store
                 .ids(true)
                 .map_err(|e| anyhow!("cannot list store {}: {e}", ctx.shown()))?;
+            note_strangers(ctx, &ids);
             ids.iter().map(|id| ctx.in_store(id)).collect()
         }
     };
@@ -69,6 +72,29 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Notes the folders of the store's sessions directory that are not sessions (no session.json):
+/// no command lists or changes them.
+fn note_strangers(ctx: &Ctx, ids: &[String]) {
+    let dir = ctx.root.join(SESSIONS_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut strangers: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir() && !e.path().join(META_FILE).exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        // Imports and forks being built (or killed half-way: the next one removes them).
+        .filter(|name| !name.starts_with('.') && !ids.contains(name))
+        .collect();
+    strangers.sort();
+    for name in strangers {
+        eprintln!(
+            "note: {}: not a session (it holds no {META_FILE}); left as it is",
+            dir.join(name).display()
+        );
+    }
 }
 
 /// Checks one session and prints its report; returns the number of problems found.
