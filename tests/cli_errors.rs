@@ -439,3 +439,25 @@ fn a_folder_that_is_not_a_session_is_named_as_such() {
         run.stderr
     );
 }
+
+/// An import refused for an event larger than the store's max_event_size names the line.
+#[test]
+fn an_oversized_event_refused_at_import_names_its_line() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &[]);
+    std::fs::write(
+        cli.store().join("agentlog.toml"),
+        "max_event_size = \"1KiB\"\n",
+    )
+    .unwrap();
+    let mut lines = fix_typo_lines();
+    lines[2] = lines[2].replace("Fix the typo", &"Fix the typo ".repeat(200));
+    let run = cli.run_with(&["import", "-", "--id", "big"], &jsonl(&lines));
+    let err = run.fails(1);
+    assert!(err.contains("line 3: event of "), "{err}");
+    assert!(
+        err.contains("exceeds the maximum event size of 1024 bytes"),
+        "{err}"
+    );
+    assert!(!cli.session_entries().contains(&"big".to_string()));
+}
