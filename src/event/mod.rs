@@ -50,6 +50,11 @@
 //! - A block or chunk of an unknown `type` is kept as the whole object, members in their order
 //!   (`type` included, wherever it was). A known type with wrong members is refused.
 //! - `surfaceOp` is refused on unknown types and on known types that are not surface events.
+//!   `"surfaceOp":null` and `"sourceEventSeqs":null` are refused (they are envelope members the
+//!   log interprets: absent or a valid value).
+//! - A content block must be an object with a string `type`: `"hi"`, `null` or `{"foo":1}` in a
+//!   `content` array is refused (the spec's "anything else" is a block of another type).
+//! - `time` is required on import (it is kept as given); only a live append assigns it.
 //! - The first line is a header iff its `type` is `"session"` and it has no `seq`; a later line
 //!   of type `"session"` is an event of an unknown type (and needs a `seq`).
 //! - Columns in errors count characters (not bytes) from 1, after a first-line BOM.
