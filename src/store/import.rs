@@ -145,23 +145,58 @@ impl Store {
     }
 }
 
-/// Removes folders of imports and forks that never finished (a crash in the middle).
+/// The name of the folder an import or fork is built in: `PREFIX<pid>~<unique id>`. The pid
+/// tells [`remove_leftovers`] whether the builder may still be at work.
+pub(crate) fn temp_name(prefix: &str) -> String {
+    format!("{prefix}{}~{}", std::process::id(), new_id())
+}
+
+/// True when the folder named `rest` (its name after the prefix) was left by a process that is
+/// gone. A name that does not parse, or a pid that lives (this process included: another thread
+/// may be building), is not a leftover.
+fn builder_gone(rest: &str) -> bool {
+    let Some(pid) = rest
+        .split_once('~')
+        .and_then(|(pid, _)| pid.parse::<i32>().ok())
+    else {
+        return false;
+    };
+    if pid == std::process::id() as i32 {
+        return false;
+    }
+    match rustix::process::Pid::from_raw(pid) {
+        Some(pid) => rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH),
+        None => false,
+    }
+}
+
+/// Removes folders of imports and forks that never finished: those whose builder process is
+/// gone (a crash or a kill in the middle). A folder whose builder lives is left alone, whatever
+/// stage it is at (it holds no lock while it writes its session.json or is renamed).
 pub(crate) fn remove_leftovers(sessions: &Path) -> Result<()> {
     let rd = std::fs::read_dir(sessions).map_err(|e| Error::io("read directory", sessions, e))?;
     for entry in rd.flatten() {
         let name = entry.file_name();
-        if name
-            .to_str()
-            .is_some_and(|n| n.starts_with(TEMP_PREFIX) || n.starts_with(super::fork::FORK_PREFIX))
-        {
-            let p = entry.path();
-            // An import still running holds its session's lock: leave it alone.
-            let Ok(lock) = crate::log::lock_dir(&p) else {
-                continue;
-            };
-            std::fs::remove_dir_all(&p).map_err(|e| Error::io("remove", &p, e))?;
-            drop(lock);
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let rest = name
+            .strip_prefix(TEMP_PREFIX)
+            .or_else(|| name.strip_prefix(super::fork::FORK_PREFIX));
+        if !rest.is_some_and(builder_gone) {
+            continue;
         }
+        let p = entry.path();
+        // Another process's gc may be removing it too: the lock keeps the two apart.
+        let Ok(lock) = crate::log::lock_dir(&p) else {
+            continue;
+        };
+        match std::fs::remove_dir_all(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("remove", &p, e)),
+        }
+        drop(lock);
     }
     Ok(())
 }

@@ -229,7 +229,7 @@ impl Store {
         // What imports and forks killed half-way left behind (best effort: a failure to remove
         // it does not stop this one; `gc` reports it).
         let _ = import::remove_leftovers(&sessions);
-        let temp = sessions.join(format!("{prefix}{}", new_id()));
+        let temp = sessions.join(import::temp_name(prefix));
         let value = match build(&temp) {
             Ok(v) => v,
             Err(e) => {
