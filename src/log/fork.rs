@@ -164,7 +164,18 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
         write_index_prefix(view, &to.join(&idx_name), count, end)?;
         out.copied_segments += 1;
         out.copied_bytes += end;
-        break;
+        if seg_end >= n {
+            break;
+        }
+        // A segment before the last one whose seal has not finished (the writer seals in the
+        // background): copied whole, and the prefix goes on in the next segment. (The new log's
+        // first writer open finishes its seal.)
+    }
+    if out.linked_segments + out.copied_segments == 0 && n > 0 {
+        return Err(Error::SeqOutOfRange {
+            seq: n,
+            len: reader.len(),
+        });
     }
     File::open(to)
         .and_then(|d| d.sync_all())
