@@ -55,10 +55,19 @@ impl fmt::Display for ArchiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.op {
             ArchiveOp::Encode => "cannot encode event",
-            ArchiveOp::Access => "invalid event archive",
+            ArchiveOp::Access => {
+                "invalid event archive (the record's checksum matches, but its bytes are not an \
+                 event of this format: written by another program or another version)"
+            }
             ArchiveOp::Decode => "cannot decode event archive",
         };
-        write!(f, "{what}: {}", self.source)
+        // rkyv's errors carry details only in debug builds; in release builds their text is a
+        // hint for rkyv's developers, not for users.
+        if cfg!(debug_assertions) {
+            write!(f, "{what}: {}", self.source)
+        } else {
+            f.write_str(what)
+        }
     }
 }
 

@@ -287,8 +287,12 @@ impl SegmentHeader {
         if capacity < (HEADER_SIZE + RECORD_HEADER_SIZE) as u64 || capacity > u64::from(u32::MAX) {
             return Err(HeaderError::Invalid(format!("capacity {capacity}")));
         }
+        let base_seq = u64_at(b, 16);
+        if base_seq >= MAX_SEQ {
+            return Err(HeaderError::Invalid(format!("base seq {base_seq}")));
+        }
         Ok(SegmentHeader {
-            base_seq: u64_at(b, 16),
+            base_seq,
             log_id: log_id_at(b, 24),
             capacity,
             payload_schema: u32_at(b, 48),
@@ -368,12 +372,19 @@ impl IndexHeader {
         let code = u32_at(b, 12);
         let state = IndexState::from_code(code)
             .ok_or_else(|| HeaderError::Invalid(format!("index state {code}")))?;
+        let (base_seq, count, end) = (u64_at(b, 16), u64_at(b, 40), u64_at(b, 48));
+        // A segment is under 4 GiB: it holds fewer than 2^32 records and ends below 2^32.
+        if base_seq >= MAX_SEQ || count > u64::from(u32::MAX) || end > u64::from(u32::MAX) {
+            return Err(HeaderError::Invalid(format!(
+                "base seq {base_seq}, count {count}, end {end}"
+            )));
+        }
         Ok(IndexHeader {
             state,
-            base_seq: u64_at(b, 16),
+            base_seq,
             log_id: log_id_at(b, 24),
-            count: u64_at(b, 40),
-            end: u64_at(b, 48),
+            count,
+            end,
             synced_end: u32_at(b, 56),
         })
     }
@@ -435,9 +446,14 @@ pub fn record_crc(seed: u32, header: &[u8], payload: &[u8]) -> u32 {
     h.finalize()
 }
 
+/// The first seq no segment may start at (2^62): far beyond any log (2^62 appends at one per
+/// nanosecond take 146 years), and it keeps every sum of a base seq and a count (under 2^32) far
+/// from overflowing. A header naming a base seq at or past it is refused as damaged.
+pub const MAX_SEQ: u64 = 1 << 62;
+
 /// Reads index entry `i` from the bytes of an index file.
 pub fn index_entry(index: &[u8], i: u64) -> Option<u32> {
-    let at = HEADER_SIZE as u64 + i.checked_mul(INDEX_ENTRY_SIZE as u64)?;
+    let at = (HEADER_SIZE as u64).checked_add(i.checked_mul(INDEX_ENTRY_SIZE as u64)?)?;
     let at = usize::try_from(at).ok()?;
     let bytes = index.get(at..at.checked_add(INDEX_ENTRY_SIZE)?)?;
     Some(u32_at(bytes, 0))
@@ -445,7 +461,8 @@ pub fn index_entry(index: &[u8], i: u64) -> Option<u32> {
 
 /// The byte offset of index entry `i` in an index file.
 pub fn index_entry_offset(i: u64) -> u64 {
-    HEADER_SIZE as u64 + i * INDEX_ENTRY_SIZE as u64
+    // Saturating: `i` may come from a damaged header; such an offset lies past any file.
+    (HEADER_SIZE as u64).saturating_add(i.saturating_mul(INDEX_ENTRY_SIZE as u64))
 }
 
 /// The file name of the segment starting at `base_seq`.

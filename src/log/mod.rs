@@ -56,7 +56,7 @@ mod writer;
 
 pub use error::{Corruption, CorruptionKind, Error, Result};
 pub use fork::{copy_prefix, PrefixCopy};
-pub use format::{HeaderError, IndexState, LogId, FORMAT_VERSION};
+pub use format::{HeaderError, IndexState, LogId, FORMAT_VERSION, MAX_SEQ};
 pub use io::{OsStorage, Storage, StorageFile, Syncer};
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
 pub use open::{Cut, RecoveryReport, DAMAGED_DIR};

@@ -344,7 +344,11 @@ impl LogReader {
     /// Waits until the log holds more records than this reader sees, or `timeout` passes; then
     /// refreshes. Returns the new length (unchanged after a timeout).
     pub fn wait(&mut self, timeout: Duration) -> Result<u64> {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long to add (Duration::MAX: "forever") waits as long as an Instant can.
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
         let seen = self.len;
         match &self.source {
             Source::Attached(shared) => {

@@ -159,7 +159,11 @@ pub(crate) fn scan(data: &[u8], mut offset: u64, mut seq: u64, check: &RecordChe
             Ok(found) => {
                 out.offsets.push(offset as u32);
                 offset = found.next;
-                seq += 1;
+                // A base seq near u64::MAX (a damaged or hand-made header) ends the scan.
+                let Some(next) = seq.checked_add(1) else {
+                    break;
+                };
+                seq = next;
             }
             Err(fault) => {
                 out.stop = Some((offset, fault));

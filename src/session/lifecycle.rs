@@ -361,12 +361,12 @@ impl Lifecycle {
     /// The number of the step a new `step/start` of the open turn must carry.
     pub fn next_step(&self) -> Option<u64> {
         let t = self.turn.as_ref()?;
-        Some(t.last_step.map_or(1, |s| s + 1))
+        Some(t.last_step.map_or(1, |s| s.saturating_add(1)))
     }
 
     /// The number the next `turn/start` must carry.
     pub fn next_turn(&self) -> u64 {
-        self.last_turn.map_or(1, |t| t + 1)
+        self.last_turn.map_or(1, |t| t.saturating_add(1))
     }
 
     fn refuse(&self, f: &Facts<'_>, rule: Rule, detail: String) -> LifecycleError {
@@ -542,7 +542,9 @@ impl Lifecycle {
                 if !ok {
                     let expected = match self.last_turn {
                         None => "0 or 1 (the first turn)".to_string(),
-                        Some(last) => format!("{} (the previous turn was {last})", last + 1),
+                        Some(last) => {
+                            format!("{} (the previous turn was {last})", last.saturating_add(1))
+                        }
                     };
                     return Err(self.refuse(
                         f,
@@ -573,7 +575,9 @@ impl Lifecycle {
                 if !ok {
                     let expected = match t.last_step {
                         None => "0 or 1 (the turn's first step)".to_string(),
-                        Some(last) => format!("{} (the previous step was {last})", last + 1),
+                        Some(last) => {
+                            format!("{} (the previous step was {last})", last.saturating_add(1))
+                        }
                     };
                     return Err(self.refuse(
                         f,
@@ -648,7 +652,7 @@ impl Lifecycle {
             Kind::ToolResult { .. } => self.resolve(f).ok(),
             _ => None,
         };
-        self.len = self.len.max(f.seq + 1);
+        self.len = self.len.max(f.seq.saturating_add(1));
         match f.kind {
             Kind::TurnStart { turn } => {
                 self.last_turn = Some(turn);
