@@ -249,7 +249,8 @@ impl Query {
         self
     }
 
-    /// Only the calls, results and approvals of tool `name`.
+    /// Only the calls, results and approvals of tool `name` (an `approval/decision` by the
+    /// call or request of its step that names the tool).
     #[must_use]
     pub fn tool(mut self, name: impl Into<String>) -> Self {
         self.tool = Some(name.into());
@@ -349,8 +350,9 @@ pub struct SearchStats {
 struct Scan<'q, 'r> {
     query: &'q Query,
     open_turn: Option<u64>,
-    /// `(turn, callId)` of the calls and approval requests of the query's tool, this turn.
-    calls: HashSet<(u64, &'r str)>,
+    /// `(turn, step, callId)` of the calls and approval requests of the query's tool, this turn
+    /// (call ids may repeat across the steps of a turn).
+    calls: HashSet<(u64, u64, &'r str)>,
 }
 
 impl<'q, 'r> Scan<'q, 'r> {
@@ -435,17 +437,20 @@ impl<'q, 'r> Scan<'q, 'r> {
                 false
             }
             D::ToolCall(d) if d.name == tool => {
-                self.calls.insert((d.turn.to_native(), d.call_id.as_str()));
+                let key = (d.turn.to_native(), d.step.to_native(), d.call_id.as_str());
+                self.calls.insert(key);
                 true
             }
             D::ApprovalRequest(d) if d.tool == tool => {
-                self.calls.insert((d.turn.to_native(), d.call_id.as_str()));
+                let key = (d.turn.to_native(), d.step.to_native(), d.call_id.as_str());
+                self.calls.insert(key);
                 true
             }
             D::ToolResult(d) => d.message.tool_name == tool,
-            D::ApprovalDecision(d) => self
-                .calls
-                .contains(&(d.turn.to_native(), d.call_id.as_str())),
+            D::ApprovalDecision(d) => {
+                self.calls
+                    .contains(&(d.turn.to_native(), d.step.to_native(), d.call_id.as_str()))
+            }
             _ => false,
         }
     }

@@ -722,7 +722,7 @@ pub fn ref_search(corpus: &Corpus, q: &RefQuery) -> Vec<(String, u64)> {
             }
         }
         let mut open: Option<u64> = None;
-        let mut tool_calls: HashSet<(u64, String)> = HashSet::new();
+        let mut tool_calls: HashSet<(u64, u64, String)> = HashSet::new();
         for e in &s.events {
             let t = e["type"].as_str().unwrap();
             let d = &e["data"];
@@ -749,8 +749,11 @@ pub fn ref_search(corpus: &Corpus, q: &RefQuery) -> Vec<(String, u64)> {
                 None => true,
                 Some(tool) => {
                     let call = |name: &Value| name.as_str() == Some(tool.as_str());
+                    // A decision belongs to the call or request of its step (ids may repeat
+                    // across the steps of a turn).
                     let key = (
                         d["turn"].as_u64().unwrap_or(u64::MAX),
+                        d["step"].as_u64().unwrap_or(u64::MAX),
                         d["callId"].as_str().unwrap_or_default().to_string(),
                     );
                     match t {
