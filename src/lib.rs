@@ -1,4 +1,53 @@
 //! agentlog: append-only, checksummed, memory-mapped logs for LLM agent sessions.
+//!
+//! A session is a log of typed events (EVENTS.md): appends are checked against the lifecycle
+//! rules, and everything else — the history a model sees, the turn state, statistics — is
+//! derived from the log. The layers, each usable on its own:
+//!
+//! - [`event`]: the typed events, their lossless JSON values and the canonical JSONL codec;
+//! - [`log`]: the storage engine (segments of checksummed rkyv records, seq index, recovery,
+//!   durability modes, zero-copy readers in any process);
+//! - [`session`]: a log with its header, lifecycle rules, turn state, resume and replay;
+//! - [`project`]: the incremental projection (`derive_messages`) and provider renderings;
+//! - [`store`]: many sessions in one directory: create, import, fork, list, search, stats.
+//!
+//! ```
+//! use agentlog::event::parse_draft_line;
+//! use agentlog::session::TurnState;
+//! use agentlog::store::{NewSession, Store};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::open(dir.path())?;
+//! let session = store.create(NewSession::default().title("demo"))?;
+//!
+//! // Lines without seq and time: the log assigns them. Each is checked before it is written.
+//! for line in [
+//!     r#"{"type":"turn/start","data":{"turn":1}}"#,
+//!     r#"{"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"Hi"}]}}"#,
+//!     r#"{"type":"step/start","data":{"turn":1,"step":1}}"#,
+//! ] {
+//!     session.append_draft(parse_draft_line(line)?)?;
+//! }
+//! assert_eq!(session.state(), TurnState::Inferring);
+//! // A second turn/start while turn 1 is open breaks a lifecycle rule: refused, nothing written.
+//! assert!(session
+//!     .append_draft(parse_draft_line(r#"{"type":"turn/start","data":{"turn":2}}"#)?)
+//!     .is_err());
+//! assert_eq!(session.len(), 3);
+//!
+//! // The model-visible history, derived from the log.
+//! let messages = session.messages().to_value().to_string();
+//! assert_eq!(messages, r#"[{"role":"user","content":[{"type":"text","text":"Hi"}]}]"#);
+//!
+//! // Canonical JSONL out; any process can read while the writer appends.
+//! let mut jsonl = Vec::new();
+//! session.reader().export(&mut jsonl, false, |_| {})?;
+//! assert_eq!(String::from_utf8(jsonl)?.lines().count(), 3);
+//! session.close()?;
+//! # Ok(())
+//! # }
+//! ```
 #![deny(unsafe_code)]
 #![cfg_attr(
     not(test),

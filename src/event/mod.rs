@@ -97,6 +97,9 @@ pub use jsonl::{
     DEFAULT_MAX_LINE,
 };
 pub use parse::MAX_DEPTH;
+/// The aligned buffer [`encode_event`] writes into (rkyv's, re-exported so that callers need not
+/// depend on rkyv with the same pinned format features).
+pub use rkyv::util::AlignedVec;
 pub use types::{
     ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,
     EventData, EventType, Opt, SessionHeader, SurfaceOp,
