@@ -53,6 +53,7 @@ impl Default for StoreConfig {
 fn size(key: &str, v: &toml::Value) -> std::result::Result<u64, String> {
     match v {
         toml::Value::Integer(n) if *n > 0 => Ok(*n as u64),
+        toml::Value::Integer(n) => Err(format!("{key} = {n}: a size must be greater than 0")),
         toml::Value::String(s) => parse_size(s).ok_or_else(|| {
             format!(
                 "{key} = {s:?}: expected a size such as 65536, \"64KiB\", \"64MiB\" or \"1GiB\""
