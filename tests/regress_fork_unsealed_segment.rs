@@ -3,16 +3,13 @@
 //! segment and no later one, so the fork reported N events and held fewer.
 
 mod cli_common;
+mod common;
 
 use cli_common::Cli;
 
-/// Sets the state field of an index header (byte 12; 1 = open) and fixes the header's crc.
+/// Sets the state field of an index header (byte 12; 1 = open, the seal not finished).
 fn mark_open(idx: &std::path::Path) {
-    let mut b = std::fs::read(idx).unwrap();
-    b[12..16].copy_from_slice(&1u32.to_le_bytes());
-    let crc = crc32fast::hash(&b[..60]);
-    b[60..64].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(idx, b).unwrap();
+    common::rewrite_header(idx, 12, &1u32.to_le_bytes());
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! near u64::MAX panicked or gave self-contradicting errors, and `wait(Duration::MAX)` panicked.
 
 mod cli_common;
+mod common;
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,13 +11,9 @@ use std::time::Duration;
 use agentlog::log::{Log, LogReader, Options};
 use cli_common::Cli;
 
-/// Writes `value` at `at` in a 64-byte file header and fixes the header's crc (bytes 60..64).
+/// Writes `value` at `at` in a 64-byte file header, with the header's crc fixed.
 fn patch_header(path: &Path, at: usize, value: u64) {
-    let mut b = std::fs::read(path).unwrap();
-    b[at..at + 8].copy_from_slice(&value.to_le_bytes());
-    let crc = crc32fast::hash(&b[..60]);
-    b[60..64].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(path, b).unwrap();
+    common::rewrite_header(path, at, &value.to_le_bytes());
 }
 
 fn files(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {

@@ -125,3 +125,14 @@ pub fn assert_log_holds(dir: &Path, expected: &[Vec<u8>]) {
     }
     assert_eq!(n, expected.len());
 }
+
+/// Writes `bytes` at offset `at` of a file's 64-byte header (segment or index) and fixes the
+/// header's checksum (CRC-32 of bytes 0..60, at 60..64): a header that says something else and
+/// still passes its own check.
+pub fn rewrite_header(path: &Path, at: usize, bytes: &[u8]) {
+    let mut b = std::fs::read(path).unwrap();
+    b[at..at + bytes.len()].copy_from_slice(bytes);
+    let crc = crc32fast::hash(&b[..60]);
+    b[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(path, b).unwrap();
+}
