@@ -1,7 +1,9 @@
 //! Two `approval/request`s for one call, then one `approval/decision`: the state stayed `awaitUserConfirm` (the decision settled only the first request, even after the result), and `pendingApprovals` listed the call id once per request.
 
-use agentlog::event::parse_draft_line;
-use agentlog::session::{Session, SessionMeta, SessionOptions, TurnState};
+mod session_common;
+
+use agentlog::session::TurnState;
+use session_common::{append, new_session};
 
 const HEAD: [&str; 4] = [
     r#"{"type":"turn/start","data":{"turn":1}}"#,
@@ -16,24 +18,10 @@ const DECISION: &str =
     r#"{"type":"approval/decision","data":{"turn":1,"step":1,"callId":"a","decision":"approved"}}"#;
 const RESULT: &str = r#"{"type":"tool/result","data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"bash","content":"ok","isError":false},"callId":"a"}}"#;
 
-fn session(dir: &tempfile::TempDir) -> Session {
-    Session::create(
-        dir.path().join("s"),
-        SessionMeta::new("s", 0),
-        SessionOptions::default(),
-    )
-    .unwrap()
-}
-
-fn append(s: &Session, json: &str) {
-    s.append_draft(parse_draft_line(json).unwrap())
-        .unwrap_or_else(|e| panic!("{json}: {e}"));
-}
-
 #[test]
 fn one_decision_settles_every_request_for_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    let s = session(&dir);
+    let s = new_session(dir.path());
     for json in HEAD.iter().chain(&[REQUEST, RETRY]) {
         append(&s, json);
     }
@@ -70,7 +58,7 @@ fn one_decision_settles_every_request_for_the_call() {
 #[test]
 fn a_request_after_the_decision_waits_again() {
     let dir = tempfile::tempdir().unwrap();
-    let s = session(&dir);
+    let s = new_session(dir.path());
     for json in HEAD.iter().chain(&[REQUEST, DECISION, RETRY]) {
         append(&s, json);
     }

@@ -1,12 +1,15 @@
 //! Two `tool/call`s with the same `callId` in one turn were refused (a rule "call ids are unique within a turn" that EVENTS.md §6 does not have), and a result giving that id resolved to the first call even when it was answered already.
 
+mod session_common;
+
 mod project_common;
 
-use agentlog::event::{parse_draft_line, ReasonKind};
+use agentlog::event::ReasonKind;
 use agentlog::project::Projector;
-use agentlog::session::{replay, Rule, Session, SessionMeta, SessionOptions, SessionStats};
+use agentlog::session::{replay, Rule, SessionStats};
 use agentlog::store::{ImportOptions, Store};
 use project_common::Log;
+use session_common::{d, new_session};
 
 /// Audit repro r7: `call_0` in step 1 and again in step 2 of turn 1, each answered by source.
 const R7: &str = r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}
@@ -44,10 +47,6 @@ fn import_accepts_a_repeated_call_id_and_projects_both_results() {
     assert_eq!(recorded, [(2, Some(3)), (6, Some(7))]);
 }
 
-fn d(json: &str) -> agentlog::event::Draft {
-    parse_draft_line(json).unwrap_or_else(|e| panic!("{json}: {e}"))
-}
-
 fn call(id: &str, step: u64) -> String {
     format!(
         r#"{{"type":"tool/call","data":{{"turn":1,"step":{step},"callId":"{id}","name":"bash","arguments":"{{}}"}}}}"#
@@ -60,19 +59,10 @@ fn result_by_id(id: &str, step: u64, out: &str) -> String {
     )
 }
 
-fn session(dir: &tempfile::TempDir) -> Session {
-    Session::create(
-        dir.path().join("s"),
-        SessionMeta::new("s", 0),
-        SessionOptions::default(),
-    )
-    .unwrap()
-}
-
 #[test]
 fn a_call_id_answers_the_earliest_unanswered_call_with_it_once() {
     let dir = tempfile::tempdir().unwrap();
-    let s = session(&dir);
+    let s = new_session(dir.path());
     for json in [
         r#"{"type":"turn/start","data":{"turn":1}}"#,
         r#"{"type":"step/start","data":{"turn":1,"step":1}}"#,
@@ -130,7 +120,7 @@ fn a_call_id_answers_the_earliest_unanswered_call_with_it_once() {
 #[test]
 fn close_answers_every_unanswered_call_once_even_with_repeated_ids() {
     let dir = tempfile::tempdir().unwrap();
-    let s = session(&dir);
+    let s = new_session(dir.path());
     for json in [
         r#"{"type":"turn/start","data":{"turn":1}}"#,
         r#"{"type":"step/start","data":{"turn":1,"step":1}}"#,

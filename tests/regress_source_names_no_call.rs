@@ -1,70 +1,38 @@
 //! A `tool/result` whose `sourceEventSeqs[0]` names an event that is not a `tool/call` was refused by the session's lifecycle, while the projection fell through to the name rule (EVENTS.md §5: "otherwise the earliest unanswered tool/call of the same turn and step with name == toolName"); the two layers disagreed.
 
-use agentlog::event::parse_draft_line;
+mod session_common;
+
 use agentlog::project::Projector;
-use agentlog::session::{Rule, Session, SessionMeta, SessionOptions};
+use agentlog::session::Rule;
+use session_common::{d, session, T};
 
-struct T {
-    _dir: tempfile::TempDir,
-    s: Session,
-}
-
-fn session() -> T {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Session::create(
-        dir.path().join("s"),
-        SessionMeta::new("s", 0),
-        SessionOptions::default(),
-    )
-    .unwrap();
-    T { _dir: dir, s }
-}
-
-impl T {
-    fn ok(&self, json: &str) -> u64 {
-        let draft = parse_draft_line(json).unwrap_or_else(|e| panic!("{json}: {e}"));
-        self.s
-            .append_draft(draft)
-            .unwrap_or_else(|e| panic!("{json} refused: {e}"))
-            .unwrap()
+/// The session's projection and a fresh projector over the stored events agree on which call
+/// each result answered, and with the session's lifecycle.
+fn answered(t: &T) -> Vec<(u64, Option<u64>)> {
+    let r = t.s.reader();
+    let mut p = Projector::new();
+    for seq in 0..r.len() {
+        p.apply(&r.get_owned(seq).unwrap()).unwrap();
     }
-
-    fn refused(&self, json: &str, rule: Rule) -> String {
-        let draft = parse_draft_line(json).unwrap();
-        let err = self.s.append_draft(draft).unwrap_err();
-        assert_eq!(err.lifecycle().map(|l| l.rule), Some(rule), "{err}");
-        err.to_string()
-    }
-
-    /// The session's projection and a fresh projector over the stored events agree on which
-    /// call each result answered, and with the session's lifecycle.
-    fn answered(&self) -> Vec<(u64, Option<u64>)> {
-        let r = self.s.reader();
-        let mut p = Projector::new();
-        for seq in 0..r.len() {
-            p.apply(&r.get_owned(seq).unwrap()).unwrap();
-        }
-        let lifecycle: Vec<(u64, Option<u64>)> = self
-            .s
-            .lifecycle()
+    let lifecycle: Vec<(u64, Option<u64>)> =
+        t.s.lifecycle()
             .calls()
             .iter()
             .map(|c| (c.seq, c.answered_by))
             .collect();
-        let projected: Vec<(u64, Option<u64>)> = lifecycle
-            .iter()
-            .map(|&(seq, _)| (seq, p.tool_call(seq).and_then(|c| c.answered_by)))
-            .collect();
-        assert_eq!(lifecycle, projected);
-        lifecycle
-    }
+    let projected: Vec<(u64, Option<u64>)> = lifecycle
+        .iter()
+        .map(|&(seq, _)| (seq, p.tool_call(seq).and_then(|c| c.answered_by)))
+        .collect();
+    assert_eq!(lifecycle, projected);
+    lifecycle
+}
 
-    fn last_tool_use_id(&self) -> String {
-        let m = self.s.messages();
-        let text = m.get(m.len() - 1).unwrap().to_canonical_string();
-        let start = text.find(r#""toolUseId":""#).unwrap() + 13;
-        text[start..].split('"').next().unwrap().to_string()
-    }
+fn last_tool_use_id(t: &T) -> String {
+    let m = t.s.messages();
+    let text = m.get(m.len() - 1).unwrap().to_canonical_string();
+    let start = text.find(r#""toolUseId":""#).unwrap() + 13;
+    text[start..].split('"').next().unwrap().to_string()
 }
 
 fn call(id: &str, name: &str, turn: u64) -> String {
@@ -90,11 +58,11 @@ fn a_source_that_is_not_a_call_falls_through_to_the_name_rule() {
     let c = t.ok(&call("c", "read", 1));
     // Audit repro: sourceEventSeqs[0] names the assistant message: the earliest bash call, a.
     let r1 = t.ok(&result_from("bash", 1, message));
-    assert_eq!(t.last_tool_use_id(), "a");
+    assert_eq!(last_tool_use_id(&t), "a");
     // Naming the turn/start: on to the name rule again, b.
     let r2 = t.ok(&result_from("bash", 1, turn_start));
-    assert_eq!(t.last_tool_use_id(), "b");
-    assert_eq!(t.answered(), [(a, Some(r1)), (b, Some(r2)), (c, None)]);
+    assert_eq!(last_tool_use_id(&t), "b");
+    assert_eq!(answered(&t), [(a, Some(r1)), (b, Some(r2)), (c, None)]);
     // No bash call left: refused, and the message says why.
     let msg = t.refused(&result_from("bash", 1, message), Rule::ResultAnswersCall);
     assert!(
@@ -107,8 +75,8 @@ fn a_source_that_is_not_a_call_falls_through_to_the_name_rule() {
     // the name rule.
     t.refused(&result_from("read", 1, a), Rule::AnsweredOnce);
     let r3 = t.ok(&result_from("read", 1, c));
-    assert_eq!(t.last_tool_use_id(), "c");
-    assert_eq!(t.answered(), [(a, Some(r1)), (b, Some(r2)), (c, Some(r3))]);
+    assert_eq!(last_tool_use_id(&t), "c");
+    assert_eq!(answered(&t), [(a, Some(r1)), (b, Some(r2)), (c, Some(r3))]);
 }
 
 #[test]
@@ -133,11 +101,9 @@ fn a_source_naming_a_call_of_another_turn_is_refused_not_passed_on() {
     }
     let stray = agentlog::event::Event {
         seq: r.len(),
-        ..parse_draft_line(&result_from("bash", 2, old))
-            .unwrap()
-            .event
+        ..d(&result_from("bash", 2, old)).event
     };
     assert_eq!(p.call_answered_by(&stray).unwrap(), None);
     let rn = t.ok(&result_from("bash", 2, new));
-    assert_eq!(t.answered(), [(new, Some(rn))]);
+    assert_eq!(answered(&t), [(new, Some(rn))]);
 }

@@ -1,8 +1,11 @@
 //! A `compact/summary` or `compact/end` with no compaction open was refused (a rule "only inside a compaction" that EVENTS.md lacks: §6 lets `compact/*` appear anywhere, §3 refuses only a new `compact/start` while one is open).
 
+mod session_common;
+
 use agentlog::event::{parse_draft_line, ReasonKind};
-use agentlog::session::{Rule, Session, SessionMeta, SessionOptions, TurnState};
+use agentlog::session::{Rule, TurnState};
 use agentlog::store::{ImportOptions, Store};
+use session_common::{append, new_session};
 
 const R3: &str = "{\"type\":\"compact/end\",\"seq\":0,\"time\":0,\"data\":{\"ok\":false}}\n";
 const R3B: &str = "{\"type\":\"user/message\",\"seq\":0,\"time\":0,\"data\":{\"role\":\"user\",\"content\":[]}}\n{\"type\":\"compact/summary\",\"seq\":1,\"time\":1,\"data\":{\"startSeq\":0,\"endSeq\":0,\"summary\":\"s\"}}\n";
@@ -28,21 +31,10 @@ fn import_accepts_stray_compaction_events_and_exports_them_verbatim() {
 
 const STRAY_END: &str = r#"{"type":"compact/end","data":{"ok":true}}"#;
 
-fn append(s: &Session, json: &str) -> u64 {
-    s.append_draft(parse_draft_line(json).unwrap())
-        .unwrap_or_else(|e| panic!("{json}: {e}"))
-        .unwrap()
-}
-
 #[test]
 fn a_stray_compact_end_closes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Session::create(
-        dir.path().join("s"),
-        SessionMeta::new("s", 0),
-        SessionOptions::default(),
-    )
-    .unwrap();
+    let s = new_session(dir.path());
     append(&s, r#"{"type":"turn/start","data":{"turn":1}}"#);
     append(&s, r#"{"type":"step/start","data":{"turn":1,"step":1}}"#);
     append(
@@ -72,7 +64,8 @@ fn a_stray_compact_end_closes_nothing() {
         &s,
         r#"{"type":"compact/start","data":{"startSeq":0,"endSeq":0}}"#,
     );
-    assert_eq!(s.open_work().compaction, Some(start));
+    assert_eq!(s.open_work().compaction, start);
+    assert!(start.is_some());
     let err = s
         .append_draft(
             parse_draft_line(r#"{"type":"compact/start","data":{"startSeq":0,"endSeq":0}}"#)

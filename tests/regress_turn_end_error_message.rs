@@ -1,11 +1,13 @@
 //! A `turn/end` whose `reason.error` had no `message` was accepted, though EVENTS.md §3 gives that `error` as `{code?, message}` (message required); a `tool/result`'s `error` may still lack it.
 
+mod session_common;
+
 use agentlog::event::{
     parse_draft_line, ErrorInfo, EventData, Map, Opt, ParseErrorKind, ReasonKind, TurnEnd,
     TurnEndReason, TurnStart,
 };
-use agentlog::session::{Session, SessionMeta, SessionOptions};
 use agentlog::store::{ImportOptions, Store};
+use session_common::new_session;
 
 const TS: &str = r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#;
 
@@ -87,12 +89,7 @@ fn what_stays_accepted() {
 #[test]
 fn a_session_refuses_one_built_in_code() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Session::create(
-        dir.path().join("s"),
-        SessionMeta::new("s", 0),
-        SessionOptions::default(),
-    )
-    .unwrap();
+    let s = new_session(dir.path());
     s.append(EventData::TurnStart(TurnStart {
         turn: 1,
         extra: Map::new(),

@@ -1,54 +1,12 @@
 //! The lifecycle rules of EVENTS.md §6 (each accepted and refused), the turn states of §7, and
 //! closing what a crash left open.
 
-use agentlog::event::{parse_draft_line, Draft, ReasonKind};
+mod session_common;
+
+use agentlog::event::ReasonKind;
 use agentlog::session::{Rule, Session, SessionMeta, SessionOptions, SessionReader, TurnState};
 use agentlog::Error;
-
-fn d(json: &str) -> Draft {
-    parse_draft_line(json).unwrap_or_else(|e| panic!("{json}: {e}"))
-}
-
-struct T {
-    _dir: tempfile::TempDir,
-    s: Session,
-}
-
-fn session() -> T {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Session::create(
-        dir.path().join("s"),
-        SessionMeta::new("s", 0),
-        SessionOptions::default(),
-    )
-    .unwrap();
-    T { _dir: dir, s }
-}
-
-impl T {
-    fn ok(&self, json: &str) -> u64 {
-        self.s
-            .append_draft(d(json))
-            .unwrap_or_else(|e| panic!("{json} refused: {e}"))
-            .unwrap()
-    }
-
-    /// Appends `json`, expects `rule` to refuse it, and checks nothing was written.
-    fn refused(&self, json: &str, rule: Rule) -> String {
-        let before = self.s.len();
-        let err = self.s.append_draft(d(json)).unwrap_err();
-        let l = err
-            .lifecycle()
-            .unwrap_or_else(|| panic!("{json}: not a lifecycle error: {err}"));
-        assert_eq!(l.rule, rule, "{json}: {err}");
-        assert_eq!(l.seq, before, "the error names the seq it would have had");
-        assert_eq!(self.s.len(), before, "nothing was written");
-        let msg = err.to_string();
-        assert!(msg.contains(rule.text()), "{msg}");
-        assert!(msg.contains(&format!("seq {before}")), "{msg}");
-        msg
-    }
-}
+use session_common::{d, session};
 
 const TS1: &str = r#"{"type":"turn/start","data":{"turn":1}}"#;
 const SS11: &str = r#"{"type":"step/start","data":{"turn":1,"step":1}}"#;
