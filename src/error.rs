@@ -51,6 +51,17 @@ pub enum Error {
         /// What is wrong, with its line where known.
         reason: String,
     },
+    /// A session's `session.json` is missing (beside a log), is not valid, or fails its
+    /// checksum. The session's events are not affected; [`SessionMeta::repair`] rebuilds the
+    /// file from the log's metadata (`LOGMETA`) where the session has one.
+    ///
+    /// [`SessionMeta::repair`]: crate::session::SessionMeta::repair
+    BrokenMeta {
+        /// The `session.json` file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A value the caller gave is not acceptable (a bad option, a fork point beyond the end, …).
     Invalid(String),
 }
@@ -98,6 +109,7 @@ impl fmt::Display for Error {
             Error::Deleted(id) => write!(f, "session {id:?} is deleted"),
             Error::Io { op, path, source } => write!(f, "{op} {}: {source}", path.display()),
             Error::BadFile { path, reason } => write!(f, "{}: {reason}", path.display()),
+            Error::BrokenMeta { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::Invalid(s) => f.write_str(s),
         }
     }

@@ -62,7 +62,7 @@ fn all_payloads_match(dir: &Path, n: u64) {
 }
 
 #[test]
-fn the_last_record_truncated_at_every_byte_offset_is_cut_and_reported() {
+fn the_last_record_truncated_at_every_byte_offset_is_refused_or_salvaged_and_reported() {
     let base = tempfile::tempdir().unwrap();
     let orig = base.path().join("orig");
     let n = 30;
@@ -88,7 +88,21 @@ fn the_last_record_truncated_at_every_byte_offset_is_cut_and_reported() {
             .unwrap();
         f.set_len(cut).unwrap();
         drop(f);
-        let (log, report) = Log::open(&dir, opts()).unwrap();
+        if !keeps_last {
+            // The clean close vouches for the last record: losing it is damage, refused by the
+            // default mode (naming it) and cut by salvage.
+            let e = Log::open(&dir, opts()).unwrap_err();
+            let c = e
+                .corruption()
+                .unwrap_or_else(|| panic!("cut at {cut}: {e}"));
+            assert_eq!((&c.path, c.offset), (&seg_copy, last_at), "cut at {cut}");
+        }
+        let mode = if keeps_last {
+            RecoveryMode::TolerateTornTail
+        } else {
+            RecoveryMode::Salvage
+        };
+        let (log, report) = Log::open(&dir, opts().recovery(mode)).unwrap();
         if keeps_last {
             // Only padding or the zero tail was cut: the record is complete.
             assert_eq!(log.len(), n, "cut at {cut}");
@@ -105,7 +119,7 @@ fn the_last_record_truncated_at_every_byte_offset_is_cut_and_reported() {
                 .cut
                 .as_ref()
                 .unwrap_or_else(|| panic!("no cut reported at {cut}"));
-            assert_eq!(c.class, DamageClass::TornTail);
+            assert_eq!(c.class, DamageClass::Corruption);
             assert_eq!(c.first_lost_seq, n - 1);
             assert_eq!(c.at.offset, last_at);
             assert_eq!(c.at.path, seg_copy);
@@ -125,7 +139,7 @@ fn the_last_record_truncated_at_every_byte_offset_is_cut_and_reported() {
 }
 
 #[test]
-fn strict_mode_refuses_a_torn_tail_and_changes_nothing() {
+fn a_truncated_closed_log_is_refused_and_left_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     write_log(dir.path(), 10);
     let seg = common::segments(dir.path()).pop().unwrap();
@@ -135,18 +149,22 @@ fn strict_mode_refuses_a_torn_tail_and_changes_nothing() {
     f.set_len(record_offset(&idx, 9) + 20).unwrap();
     drop(f);
     let before = std::fs::read(&seg).unwrap();
-    let err = Log::open(dir.path(), opts().recovery(RecoveryMode::Strict)).unwrap_err();
-    let c = match &err {
-        Error::TornTail(c) => c,
-        other => panic!("unexpected {other}"),
-    };
-    assert_eq!(c.path, seg);
-    assert_eq!(c.seq, Some(9));
-    assert_eq!(std::fs::read(&seg).unwrap(), before);
-    // The default mode cuts it.
-    let (log, report) = Log::open(dir.path(), opts()).unwrap();
+    // The log was closed cleanly: its last record is vouched for, so its loss is damage (not a
+    // torn tail), refused by strict and default modes alike.
+    for mode in [RecoveryMode::Strict, RecoveryMode::TolerateTornTail] {
+        let err = Log::open(dir.path(), opts().recovery(mode)).unwrap_err();
+        let c = match &err {
+            Error::Corrupt(c) => c,
+            other => panic!("unexpected {other}"),
+        };
+        assert_eq!(c.path, seg);
+        assert_eq!(c.seq, Some(9));
+        assert_eq!(std::fs::read(&seg).unwrap(), before);
+    }
+    // Salvage cuts it.
+    let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
     assert_eq!(log.len(), 9);
-    assert_eq!(report.cut.unwrap().class, DamageClass::TornTail);
+    assert_eq!(report.cut.unwrap().class, DamageClass::Corruption);
 }
 
 #[test]

@@ -300,8 +300,16 @@ fn a_session_json_in_the_older_layout_still_opens() {
     store.archive("old").unwrap();
     let text = std::fs::read_to_string(dir.join(META_FILE)).unwrap();
     assert!(text.starts_with(r#"{"header":{"type":"session""#), "{text}");
+    // The object, then its checksum line.
     assert!(
-        text.ends_with("\"state\":\"archived\",\"config\":{\"model\":\"m\"}}\n"),
+        text.lines()
+            .next()
+            .unwrap()
+            .ends_with("\"state\":\"archived\",\"config\":{\"model\":\"m\"}}"),
+        "{text}"
+    );
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("{\"crc32\":\""),
         "{text}"
     );
     store.unarchive("old").unwrap();
@@ -328,10 +336,11 @@ fn session_json_keeps_header_and_store_members_apart() {
     import(&store, &text);
     let path = store.session_dir("k1").unwrap().join(META_FILE);
     let json = std::fs::read_to_string(&path).unwrap();
+    // The object (then its checksum line).
     assert_eq!(
-        json,
+        json.lines().next().unwrap(),
         format!(
-            "{{\"header\":{},\"state\":\"active\"}}\n",
+            "{{\"header\":{},\"state\":\"active\"}}",
             text.lines().next().unwrap()
         )
     );
@@ -343,6 +352,9 @@ fn session_json_keeps_header_and_store_members_apart() {
     store.unarchive("k1").unwrap();
     assert!(std::fs::read_to_string(&path)
         .unwrap()
-        .ends_with(",\"state\":\"active\",\"later\":true}\n"));
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",\"state\":\"active\",\"later\":true}"));
     assert_eq!(export(&store, "k1"), text);
 }

@@ -38,17 +38,17 @@ impl StorageFile for SlowFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
-    fn allocate(&mut self, len: u64) -> io::Result<()> {
-        self.inner.allocate(len)
+    fn reserve(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.reserve(offset, len)
+    }
+    fn is_reserved(&self, offset: u64, len: u64) -> bool {
+        self.inner.is_reserved(offset, len)
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
         self.inner.write_at(offset, data)
     }
-    fn set_len(&mut self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<()> {
-        self.inner.zero_range(offset, len)
+    fn punch(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.punch(offset, len)
     }
     fn syncer(&self) -> Arc<dyn Syncer> {
         Arc::new(SlowSyncer {
@@ -59,9 +59,15 @@ impl StorageFile for SlowFile {
 }
 
 impl Storage for SlowSyncs {
-    fn open(&self, path: &Path, create: bool, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
+    fn create(&self, path: &Path, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
         Ok(Box::new(SlowFile {
-            inner: OsStorage.open(path, create, capacity)?,
+            inner: OsStorage.create(path, capacity)?,
+            syncs: Arc::clone(&self.syncs),
+        }))
+    }
+    fn open(&self, path: &Path, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
+        Ok(Box::new(SlowFile {
+            inner: OsStorage.open(path, capacity)?,
             syncs: Arc::clone(&self.syncs),
         }))
     }

@@ -46,6 +46,8 @@ pub enum CorruptionKind {
     },
     /// Non-zero bytes after the end of the records of a sealed segment.
     TrailingBytes(u64),
+    /// A segment file that must exist is missing; the text says how the log knows.
+    MissingSegment(String),
 }
 
 impl fmt::Display for CorruptionKind {
@@ -70,6 +72,9 @@ impl fmt::Display for CorruptionKind {
             }
             CorruptionKind::TrailingBytes(n) => {
                 write!(f, "{n} unexpected bytes after the last record")
+            }
+            CorruptionKind::MissingSegment(why) => {
+                write!(f, "the segment file is missing ({why})")
             }
         }
     }
@@ -201,7 +206,10 @@ impl fmt::Display for Error {
             Error::Io { op, path, source } => {
                 write!(f, "{op} {}: {source}", path.display())?;
                 if source.raw_os_error() == Some(28) {
-                    write!(f, " (the disk is full; nothing was written, free space and retry)")?;
+                    write!(
+                        f,
+                        " (the disk is full; nothing was written, free space and retry)"
+                    )?;
                 }
                 Ok(())
             }
@@ -227,7 +235,9 @@ impl fmt::Display for Error {
             ),
             Error::EventTooLarge { size, max } => write!(
                 f,
-                "event of {size} bytes exceeds the maximum event size of {max} bytes; nothing was written"
+                "event of {size} bytes exceeds the maximum event size of {max} bytes \
+                 (max_event_size: a store sets it in its agentlog.toml, at most 1 GiB); nothing \
+                 was written"
             ),
             Error::InvalidOptions(s) => write!(f, "invalid options: {s}"),
             Error::NotFound(p) => write!(f, "no log at {}", p.display()),

@@ -33,6 +33,7 @@ fn create_private(path: &Path) -> Result<File> {
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
         .map_err(|e| Error::io("create", path, e))
 }
@@ -107,7 +108,9 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
     };
     for (k, view) in views.iter().enumerate() {
         let base = view.header.base_seq;
-        if base >= n {
+        // An empty prefix still gets a first segment (a log always has one): the parent's
+        // first segment's header, with no record.
+        if base >= n && !(n == 0 && k == 0) {
             break;
         }
         let seg_end = views
@@ -119,8 +122,9 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
             && view
                 .index_header()
                 .is_some_and(|h| h.state == IndexState::Sealed);
-        if seg_end <= n && sealed {
-            // Wholly inside the prefix and never to change again: share it.
+        if seg_end < n && sealed {
+            // Wholly inside the prefix, not its last segment (a sealed segment always has a
+            // successor), and never to change again: share it.
             match std::fs::hard_link(&view.path, to.join(&name)) {
                 Ok(()) => out.linked_segments += 1,
                 Err(_) => {
@@ -186,6 +190,7 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
 /// Replaces `path` by a private copy when it is shared through hard links (a forked log's
 /// sealed segments), before a writer changes it.
 pub(crate) fn unshare(path: &Path) -> Result<()> {
+    super::io::refuse_symlink(path).map_err(|e| Error::io("open segment", path, e))?;
     let meta = std::fs::metadata(path).map_err(|e| Error::io("stat", path, e))?;
     if meta.nlink() <= 1 {
         return Ok(());

@@ -13,6 +13,7 @@
 //!     00000000000000000000.idx   its index: 64-byte header, then one u32 offset per record
 //!     00000000000000052311.seg   the next segment, named by its base seq
 //!     LOCK                       held by the one writer
+//!     LOGMETA                    write-once metadata of the log's user (see read_meta)
 //! ```
 //!
 //! # Example
@@ -44,11 +45,13 @@ mod fork;
 mod format;
 mod io;
 mod lock;
+mod meta;
 mod mmap;
 mod open;
 mod options;
 mod reader;
 mod recovery;
+mod salvage;
 mod segment;
 pub mod sim;
 mod verify;
@@ -57,11 +60,19 @@ mod writer;
 pub use error::{Corruption, CorruptionKind, Error, Result};
 pub use fork::{copy_prefix, PrefixCopy};
 pub use format::{HeaderError, IndexState, LogId, FORMAT_VERSION, MAX_SEQ};
-pub use io::{OsStorage, Storage, StorageFile, Syncer};
+/// The bytes a record with a payload of `len` bytes takes in a segment (16-byte header,
+/// payload, zero padding to a multiple of 16).
+pub fn record_size_on_disk(len: u64) -> u64 {
+    format::record_size(len)
+}
+
+pub use io::{refuse_symlink, OsStorage, Storage, StorageFile, Syncer};
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
+pub use meta::{read_meta, write_meta, LOGMETA_FILE, LOGMETA_TMP_FILE, MAX_META_LEN};
 pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
 pub use options::{Durability, Options, RecoveryMode};
 pub use reader::{Iter, LogReader, Record};
 pub use recovery::{Damage, DamageClass};
+pub use salvage::{SalvageSource, SalvagedRecords};
 pub use verify::{verify, IndexCheck, SegmentCheck, VerifyReport};
 pub use writer::Log;

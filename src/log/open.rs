@@ -54,6 +54,8 @@ pub struct Cut {
     pub dropped_segments: Vec<PathBuf>,
     /// Copies kept in `damaged/` (salvage keeps the damaged segment as it was).
     pub kept_copies: Vec<PathBuf>,
+    /// Where each of `dropped_segments` now is, in `damaged/` (same order).
+    pub moved_to: Vec<PathBuf>,
 }
 
 impl std::fmt::Display for RecoveryReport {
@@ -104,8 +106,17 @@ impl std::fmt::Display for RecoveryReport {
     }
 }
 
+/// True when `dir` holds an index file.
+fn has_index(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".idx"))
+    })
+}
+
 /// Creates a directory (and its parents) with mode 0700.
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
+    super::io::refuse_symlink(dir).map_err(|e| Error::io("open directory", dir, e))?;
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -122,6 +133,7 @@ impl Log {
         options.validate()?;
         let dir = dir.as_ref().to_path_buf();
         let mut report = RecoveryReport::default();
+        super::io::refuse_symlink(&dir).map_err(|e| Error::io("open log directory", &dir, e))?;
         if !dir.is_dir() {
             if !options.create {
                 return Err(Error::NotFound(dir));
@@ -130,6 +142,21 @@ impl Log {
             report.created = true;
         }
         let lock = WriterLock::acquire(&dir)?;
+        if !report.created && !options.create {
+            // A log always has a segment (its first is created with it): an existing log
+            // directory without any segment or index file has lost them.
+            let listing = recovery::list(&dir)?;
+            if listing.bases.is_empty() && listing.missing.is_empty() && !has_index(&dir) {
+                return Err(Error::corrupt(
+                    dir.join(format::segment_file_name(0)),
+                    0,
+                    Some(0),
+                    super::error::CorruptionKind::MissingSegment(
+                        "the log has no segment file, and a log always has one".into(),
+                    ),
+                ));
+            }
+        }
         let verify_all = options.recovery != RecoveryMode::TolerateTornTail;
         let inspection = recovery::inspect(&dir, Some(options.payload_schema), verify_all)?;
         if let Some(e) = inspection.refusal(options.recovery) {
@@ -169,6 +196,7 @@ fn repair(
             bytes: d.bytes,
             dropped_segments: Vec::new(),
             kept_copies: Vec::new(),
+            moved_to: Vec::new(),
         };
         let mut to_move: Vec<u64> = insp.dropped.clone();
         let damaged_in_plans = insp
@@ -218,6 +246,7 @@ fn repair(
                         .map_err(|e| Error::io("move damaged file", &from, e))?;
                     if name.ends_with(".seg") {
                         cut.dropped_segments.push(from);
+                        cut.moved_to.push(to);
                     }
                 }
             }
@@ -229,6 +258,9 @@ fn repair(
     let plans = std::mem::take(&mut insp.segments);
     let last = plans.len().checked_sub(1);
     let mut active = None;
+    // The last segment, when it is full: sealed only once its successor exists (a sealed
+    // segment always has one).
+    let mut seal_last = None;
     for (i, plan) in plans.into_iter().enumerate() {
         let big_enough = HEADER_SIZE as u64 + format::record_size(options.max_event_size)
             <= plan.view.header.capacity;
@@ -243,7 +275,12 @@ fn repair(
         } else if keep_open && big_enough {
             active = Some(reopen_active(dir, options, plan, report)?);
         } else if !plan.index_trusted || plan.index_state != Some(IndexState::Sealed) {
-            seal_plan(dir, options, &plan, report)?;
+            trim_plan(options, &plan)?;
+            if Some(i) == last {
+                seal_last = Some(plan);
+            } else {
+                seal_plan(dir, options, &plan, report)?;
+            }
         }
     }
     options
@@ -267,8 +304,12 @@ fn repair(
             a
         }
     };
+    if let Some(plan) = seal_last {
+        seal_plan(dir, options, &plan, report)?;
+    }
     let writer = Writer {
         active: Some(active),
+        retired: None,
         next_seq,
         log_id,
         closed: false,
@@ -285,39 +326,43 @@ fn clear_junk(options: &Options, junk: &Corruption) -> Result<()> {
         .len();
     let mut seg = options
         .storage
-        .open(path, false, len)
+        .open(path, len)
         .map_err(|e| Error::io("open segment", path, e))?;
     let tail = len.saturating_sub(junk.offset);
-    seg.zero_range(junk.offset, tail)
-        .and_then(|()| seg.deallocate(junk.offset, tail))
+    seg.punch(junk.offset, tail)
         .and_then(|()| seg.syncer().sync_data())
         .map_err(|e| Error::io("zero the tail of", path, e))
 }
 
-/// Rewrites the index of a segment that stays sealed (from the offsets found by scanning), and
-/// gives back the space after its records (the file keeps its length; the tail reads as zeros).
-fn seal_plan(
-    dir: &Path,
-    options: &Options,
-    plan: &SegmentPlan,
-    report: &mut RecoveryReport,
-) -> Result<()> {
+/// Cuts whatever follows the records of a segment that was scanned (a torn tail, garbage)
+/// and gives the space back; a segment shared with a fork is copied first.
+fn trim_plan(options: &Options, plan: &SegmentPlan) -> Result<()> {
     if plan.scanned.is_some() && plan.file_len > plan.end {
         // Whatever follows the records (a torn tail, garbage) is cut; a segment shared with a
         // fork is copied first.
         super::fork::unshare(&plan.view.path)?;
         let mut seg = options
             .storage
-            .open(&plan.view.path, false, plan.view.header.capacity)
+            .open(&plan.view.path, plan.view.header.capacity)
             .map_err(|e| Error::io("open segment", &plan.view.path, e))?;
         let tail = plan.file_len - plan.end;
-        seg.zero_range(plan.end, tail)
-            .and_then(|()| seg.deallocate(plan.end, tail))
+        seg.punch(plan.end, tail)
             .map_err(|e| Error::io("cut the tail of", &plan.view.path, e))?;
         seg.syncer()
             .sync_data()
             .map_err(|e| Error::io("fdatasync", &plan.view.path, e))?;
     }
+    Ok(())
+}
+
+/// Writes the final index of a segment that stays sealed (rebuilt from the offsets found by
+/// scanning, or just its header). [`trim_plan`] gave back the space after its records first.
+fn seal_plan(
+    dir: &Path,
+    options: &Options,
+    plan: &SegmentPlan,
+    report: &mut RecoveryReport,
+) -> Result<()> {
     let header = IndexHeader {
         state: IndexState::Sealed,
         base_seq: plan.base(),
@@ -335,9 +380,10 @@ fn seal_plan(
             let path = plan.view.index_path();
             let mut idx = options
                 .storage
-                .open(&path, false, index_capacity(plan.view.header.capacity))
+                .open(&path, index_capacity(plan.view.header.capacity))
                 .map_err(|e| Error::io("open index", &path, e))?;
-            idx.write_at(0, &header.encode())
+            idx.reserve(0, HEADER_SIZE as u64)
+                .and_then(|()| idx.write_at(0, &header.encode()))
                 .map_err(|e| Error::io("write index header", &path, e))?;
             idx.syncer()
                 .sync_data()
@@ -357,10 +403,13 @@ fn write_index(
 ) -> Result<Box<dyn super::io::StorageFile>> {
     let path = dir.join(format::index_file_name(plan.base()));
     let cap = index_capacity(plan.view.header.capacity);
-    let mut idx = options
-        .storage
-        .open(&path, true, cap)
-        .map_err(|e| Error::io("create index", &path, e))?;
+    // An index file that exists may be mapped by readers: it is opened, never emptied.
+    let opened = if path.exists() {
+        options.storage.open(&path, cap)
+    } else {
+        options.storage.create(&path, cap)
+    };
+    let mut idx = opened.map_err(|e| Error::io("create index", &path, e))?;
     let mut bytes = Vec::with_capacity(HEADER_SIZE + offsets.len() * 4);
     bytes.extend_from_slice(&header.encode());
     for o in offsets {
@@ -369,10 +418,10 @@ fn write_index(
     // Never shrink an index file: a reader may have it mapped (a page beyond the end of a file
     // is SIGBUS). Grow it, write it, and zero the stale entries after the new ones.
     let old_len = idx.len();
-    idx.allocate(bytes.len() as u64)
+    idx.reserve(0, bytes.len() as u64)
         .and_then(|()| idx.write_at(0, &bytes))
         .and_then(|()| {
-            idx.zero_range(
+            idx.punch(
                 bytes.len() as u64,
                 old_len.saturating_sub(bytes.len() as u64),
             )
@@ -399,12 +448,14 @@ fn reopen_active(
     super::fork::unshare(&seg_path)?;
     let mut seg = options
         .storage
-        .open(&seg_path, false, capacity)
+        .open(&seg_path, capacity)
         .map_err(|e| Error::io("open segment", &seg_path, e))?;
     let dirty_tail = plan.file_len > plan.end
         && !(plan.index_trusted && plan.index_state == Some(IndexState::Closed));
     if plan.file_len > plan.end {
-        seg.zero_range(plan.end, plan.file_len - plan.end)
+        // The bytes after the records are given back (a hole); appends reserve blocks again
+        // before they write there, so a full disk is an error, never a SIGBUS.
+        seg.punch(plan.end, plan.file_len - plan.end)
             .map_err(|e| Error::io("cut the tail of", &seg_path, e))?;
     }
     let header = IndexHeader {
@@ -436,9 +487,10 @@ fn reopen_active(
         None => {
             let mut idx = options
                 .storage
-                .open(&idx_path, false, index_capacity(capacity))
+                .open(&idx_path, index_capacity(capacity))
                 .map_err(|e| Error::io("open index", &idx_path, e))?;
-            idx.write_at(0, &header.encode())
+            idx.reserve(0, HEADER_SIZE as u64)
+                .and_then(|()| idx.write_at(0, &header.encode()))
                 .map_err(|e| Error::io("write index header", &idx_path, e))?;
             idx.syncer()
                 .sync_data()

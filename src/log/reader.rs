@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::error::{CorruptionKind, Error, Result};
 use super::format::{self, IndexState, LogId, HEADER_SIZE};
 use super::recovery;
-use super::segment::{self, check_record, SegmentView};
+use super::segment::{self, check_record, Fault, SegmentView};
 
 /// Locks a mutex, ignoring poisoning (the protected data stays consistent: every critical
 /// section of the engine is panic-free).
@@ -129,27 +129,78 @@ impl LogReader {
     /// the valid records and gets an error naming the segment and offset when it reaches damage.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
         let dir = dir.as_ref().to_path_buf();
-        let (bases, _) = recovery::list_dir(&dir)?;
+        let listing = recovery::list(&dir)?;
+        if let Some((base, idx)) = listing.missing.first() {
+            return Err(Error::corrupt(
+                dir.join(format::segment_file_name(*base)),
+                0,
+                Some(*base),
+                CorruptionKind::MissingSegment(format!(
+                    "its index {} is still there",
+                    idx.display()
+                )),
+            ));
+        }
+        let bases = listing.bases;
         let mut segments = Vec::with_capacity(bases.len());
         let mut len = 0;
         for (i, &base) in bases.iter().enumerate() {
             let view = SegmentView::open(&dir, base)?;
+            if base != len {
+                // A gap: the segments holding seqs len..base are missing (or the previous one
+                // ends early, which reading it reports).
+                let (path, offset) = match segments.last() {
+                    Some(prev) if i > 0 => {
+                        let prev: &Arc<SegmentView> = prev;
+                        (prev.path.clone(), prev.data().len() as u64)
+                    }
+                    _ => (view.path.clone(), 16),
+                };
+                return Err(Error::corrupt(
+                    path,
+                    offset,
+                    Some(len),
+                    CorruptionKind::MissingSeqs {
+                        from: len,
+                        to: base,
+                    },
+                ));
+            }
             let count = match bases.get(i + 1) {
                 Some(&next) => next.saturating_sub(base),
-                None => last_segment_count(&view),
+                None => last_segment_count(&view)?,
             };
-            if i > 0 && base != len {
-                // A gap: the records of the previous segment end early. Reading stops there.
-                break;
-            }
             len = base + count;
             segments.push(Arc::new(view));
         }
-        Ok(LogReader {
-            source: Source::Detached(dir),
+        let mut reader = LogReader {
+            source: Source::Detached(dir.clone()),
             segments: Arc::new(segments),
             len,
-        })
+        };
+        // A sealed last segment: its successor was created before it was sealed, after the
+        // directory was listed above; it must be there now.
+        if let Some(last) = reader.segments.last().cloned() {
+            if last
+                .index_header()
+                .is_some_and(|h| h.state == IndexState::Sealed)
+            {
+                let next = format::segment_file_name(reader.len);
+                if !dir.join(&next).exists() {
+                    return Err(Error::corrupt(
+                        dir.join(next),
+                        0,
+                        Some(reader.len),
+                        CorruptionKind::MissingSegment(format!(
+                            "{} is sealed, and a segment is sealed only once the next one exists",
+                            last.index_path().display()
+                        )),
+                    ));
+                }
+                reader.refresh_detached(&dir)?;
+            }
+        }
+        Ok(reader)
     }
 
     /// The number of records this reader sees.
@@ -216,7 +267,7 @@ impl LogReader {
                 // Found by scanning (no usable index when it was opened): scan again, from a
                 // fresh view, or the reader would never see the records appended since.
                 let view = Arc::new(SegmentView::open(dir, last.header.base_seq)?);
-                let count = last_segment_count(&view);
+                let count = last_segment_count(&view)?;
                 let mut list = Vec::clone(&self.segments);
                 list.pop();
                 list.push(Arc::clone(&view));
@@ -229,8 +280,29 @@ impl LogReader {
             last.refresh_len();
             let base = last.header.base_seq;
             let mut i = self.len - base;
-            while last.record(i).is_ok() {
-                i += 1;
+            loop {
+                match last.record(i) {
+                    Ok(_) => i += 1,
+                    // No entry yet: the end of what the writer has published.
+                    Err(_) if last.offset_of(i).is_none() => break,
+                    Err(_) => {
+                        // The entry is there, so the record was complete before it was written;
+                        // the file may have grown after its length was read: read it again.
+                        last.refresh_len();
+                        match last.record(i) {
+                            Ok(_) => i += 1,
+                            Err((offset, fault)) => {
+                                self.len = base + i;
+                                return Err(Error::corrupt(
+                                    &last.path,
+                                    offset,
+                                    Some(base + i),
+                                    fault.into_kind(),
+                                ));
+                            }
+                        }
+                    }
+                }
             }
             self.len = base + i;
             // The segment has ended when the next one exists: the writer starts segment
@@ -394,15 +466,28 @@ impl LogReader {
 }
 
 /// Counts the records of the last segment of a log being read from outside the writer.
-fn last_segment_count(view: &SegmentView) -> u64 {
+///
+/// Records the index vouches for are counted even when they are damaged: reading them then
+/// fails with an error naming the file, the offset and the seq, instead of the log looking
+/// shorter. The index vouches for its records when the segment was closed cleanly (its header
+/// names the count), or, while a writer may be appending, for each record it has an entry for
+/// (a writer writes the entry after the record). Without a usable index the records are found
+/// by scanning; a damaged record there (a non-zero header that does not check) counts too.
+fn last_segment_count(view: &SegmentView) -> Result<u64> {
     if let Some(h) = view.index_header() {
-        if h.state != IndexState::Open && view.index_tail_ok(h.count, h.end) {
-            return h.count;
-        }
-        if h.state == IndexState::Open {
-            if let Some(n) = view.count_by_index() {
-                return n;
+        if h.state != IndexState::Open {
+            if !view.index_tail_ok(h.count, h.end) {
+                // Damaged records (or a damaged index, which reading recovers from by
+                // scanning): the count stands, reading says what is wrong.
+                scan_into_fallback(view, h.count);
             }
+            return Ok(h.count);
+        }
+        if let Some(n) = view.count_by_entries() {
+            if n > 0 && view.record(n - 1).is_err() {
+                scan_into_fallback(view, n);
+            }
+            return Ok(n);
         }
     }
     // No usable index: find the records by scanning.
@@ -412,9 +497,37 @@ fn last_segment_count(view: &SegmentView) -> u64 {
         view.header.base_seq,
         &view.check,
     );
-    let n = s.offsets.len() as u64;
-    view.use_fallback(s.offsets);
-    n
+    let mut n = s.offsets.len() as u64;
+    let mut offsets = s.offsets;
+    if let Some((at, fault)) = s.stop {
+        // A record header that is there but does not check is damage, not the end: a writer
+        // writes a record's header last, so an append in progress shows a zero header.
+        if !matches!(fault, Fault::Zero) {
+            if let Ok(at) = u32::try_from(at) {
+                offsets.push(at);
+                n += 1;
+            }
+        }
+    }
+    view.use_fallback(offsets);
+    Ok(n)
+}
+
+/// Finds the records of a segment whose index names `count` of them by scanning; the offsets
+/// found (and where the scan stopped, which reading then reports) replace the index.
+fn scan_into_fallback(view: &SegmentView, count: u64) {
+    let s = segment::scan(
+        view.data(),
+        HEADER_SIZE as u64,
+        view.header.base_seq,
+        &view.check,
+    );
+    let mut offsets = s.offsets;
+    if (offsets.len() as u64) < count {
+        let at = u32::try_from(s.end).unwrap_or(u32::MAX);
+        offsets.push(at);
+    }
+    view.use_fallback(offsets);
 }
 
 /// An iterator over records, checking each one; stops after the first error.

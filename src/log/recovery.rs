@@ -111,41 +111,97 @@ impl Inspection {
     }
 }
 
-/// Lists the base seqs of the segments in `dir`, sorted, and the stray files.
+/// The files of a log directory.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    /// Base seqs of the segment files, sorted.
+    pub bases: Vec<u64>,
+    /// Files a crashed writer left behind: temporary files, and the empty index a writer
+    /// creates just before the segment it starts next.
+    pub strays: Vec<PathBuf>,
+    /// Segments that must exist but do not: an index file names records (or a clean close, or
+    /// a seal) for a segment file that is gone. Base seq and the index file.
+    pub missing: Vec<(u64, PathBuf)>,
+}
+
+/// Lists the segments of `dir` and the stray files.
 pub(crate) fn list_dir(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>)> {
-    let rd = std::fs::read_dir(dir).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Error::NotFound(dir.to_path_buf())
-        } else {
-            Error::io("read directory", dir, e)
-        }
+    let l = list(dir)?;
+    Ok((l.bases, l.strays))
+}
+
+/// Lists the segments of `dir`, the stray files and the evidence of missing segments.
+pub(crate) fn list(dir: &Path) -> Result<Listing> {
+    let rd = std::fs::read_dir(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound(dir.to_path_buf()),
+        std::io::ErrorKind::PermissionDenied => Error::io("read directory", dir, e),
+        _ => Error::io("read directory", dir, e),
     })?;
-    let mut bases = Vec::new();
+    let mut out = Listing::default();
     let mut idx = Vec::new();
-    let mut strays = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if let Some(base) = format::parse_segment_file_name(name) {
-            bases.push(base);
+            out.bases.push(base);
         } else if name.ends_with(".seg.tmp") || name.ends_with(".idx.tmp") {
-            strays.push(entry.path());
+            out.strays.push(entry.path());
         } else if let Some(stem) = name.strip_suffix(".idx") {
             idx.push((stem.to_string(), entry.path()));
         }
     }
-    bases.sort_unstable();
+    out.bases.sort_unstable();
+    let last = out.bases.last().copied();
     for (stem, path) in idx {
-        let has_segment = stem.len() == 20
-            && stem
-                .parse::<u64>()
-                .is_ok_and(|b| bases.binary_search(&b).is_ok());
-        if !has_segment {
-            strays.push(path);
+        let base = (stem.len() == 20)
+            .then(|| stem.parse::<u64>().ok())
+            .flatten();
+        let Some(base) = base else {
+            out.strays.push(path);
+            continue;
+        };
+        if out.bases.binary_search(&base).is_ok() {
+            continue;
+        }
+        // An index without its segment. A writer creates the index of its next segment first:
+        // an empty, open index after the last segment is that (a stray). Anything else names
+        // records of a segment that is gone.
+        let header = read_index_header(&path).filter(|h| h.base_seq == base);
+        let fresh = header
+            .as_ref()
+            .is_some_and(|h| h.state == IndexState::Open && h.count == 0)
+            && last.is_none_or(|l| base > l);
+        if header.is_some() && !fresh {
+            out.missing.push((base, path));
+        } else {
+            out.strays.push(path);
         }
     }
-    Ok((bases, strays))
+    out.missing.sort_unstable();
+    Ok(out)
+}
+
+/// The header of an index file, if it can be read and is valid.
+fn read_index_header(path: &Path) -> Option<super::format::IndexHeader> {
+    let f = std::fs::File::open(path).ok()?;
+    let head = segment::read_header(&f, path).ok()?;
+    super::format::IndexHeader::decode(&head).ok()
+}
+
+/// Damage for the segment `base` whose file is missing.
+fn missing_segment(dir: &Path, base: u64, first_lost: u64, why: String) -> Damage {
+    Damage {
+        corruption: Corruption {
+            path: dir.join(format::segment_file_name(base)),
+            offset: 0,
+            seq: Some(base),
+            kind: CorruptionKind::MissingSegment(why),
+        },
+        class: DamageClass::Corruption,
+        first_lost_seq: first_lost,
+        bytes: 0,
+    }
 }
 
 /// Reads and checks every segment of the log in `dir` without changing anything.
@@ -170,12 +226,28 @@ pub(crate) fn inspect_with(
     verify_all: bool,
     live: bool,
 ) -> Result<Inspection> {
-    let (bases, strays) = list_dir(dir)?;
+    let Listing {
+        bases,
+        strays,
+        missing,
+    } = list(dir)?;
     let mut out = Inspection {
         strays,
         ..Inspection::default()
     };
     for (i, &base) in bases.iter().enumerate() {
+        // An index file names a segment before this one that is gone.
+        if let Some((m, idx)) = missing.iter().find(|&&(m, _)| m < base) {
+            let expected = out.len();
+            out.damage = Some(missing_segment(
+                dir,
+                *m,
+                expected,
+                format!("its index {} is still there", idx.display()),
+            ));
+            out.dropped = bases[i..].to_vec();
+            return Ok(out);
+        }
         let is_last = i + 1 == bases.len();
         let next_base = bases.get(i + 1).copied();
         let view = match SegmentView::open(dir, base) {
@@ -253,6 +325,31 @@ pub(crate) fn inspect_with(
             return Ok(out);
         }
     }
+    let len = out.len();
+    if let Some((m, idx)) = missing.first() {
+        out.damage = Some(missing_segment(
+            dir,
+            *m,
+            len,
+            format!("its index {} is still there", idx.display()),
+        ));
+    } else if let Some(last) = out.segments.last() {
+        // A segment is sealed only once its successor exists. (A writer appending while this
+        // runs may have created it, and sealed this one, after the directory was listed.)
+        if last.index_state == Some(IndexState::Sealed)
+            && !dir.join(format::segment_file_name(len)).exists()
+        {
+            out.damage = Some(missing_segment(
+                dir,
+                len,
+                len,
+                format!(
+                    "{} is sealed, and a segment is sealed only once the next one exists",
+                    last.view.index_path().display()
+                ),
+            ));
+        }
+    }
     Ok(out)
 }
 
@@ -292,7 +389,14 @@ fn plan_segment(
     let data = view.data();
     let s = segment::scan(data, HEADER_SIZE as u64, base, &view.check);
     let count = s.offsets.len() as u64;
-    let unfinished_seal = !is_last && index_state == Some(IndexState::Open);
+    // A segment before the last whose index does not say sealed: its seal had not finished
+    // (the writer creates the next segment first, then syncs and seals this one in the
+    // background), or its index header was torn by a power loss before the seal's sync.
+    let unfinished_seal = !is_last
+        && !matches!(
+            index_state,
+            Some(IndexState::Sealed) | Some(IndexState::Closed)
+        );
     let synced = match index {
         Some(h) if matches!(h.state, IndexState::Closed | IndexState::Sealed) => h.end,
         Some(h) => u64::from(h.synced_end),
@@ -305,6 +409,9 @@ fn plan_segment(
             Some((offset, Fault::EndsEarly { claimed: synced }))
         }
         None if s.end < synced => Some((s.end, Fault::EndsEarly { claimed: synced })),
+        // The records run to the end of the file but stop short of the next segment's base:
+        // judged like records that end in zeros there.
+        None if next_base.is_some_and(|n| n != base + count) => Some((s.end, Fault::Zero)),
         other => other,
     };
     let mut junk = None;
@@ -312,20 +419,29 @@ fn plan_segment(
         None => None,
         Some((offset, fault)) => {
             let seq = base + count;
-            let after = segment::valid_record_after(data, offset, seq, &view.check);
-            let nonzero_end = segment::has_nonzero(data, offset);
-            // A record that is complete but fails its checksum is damage a crash cannot explain
-            // when it lies in the synced part; an incomplete or zero record is a torn tail.
-            let complete_but_bad = !matches!(
-                fault,
-                Fault::Zero | Fault::Incomplete { .. } | Fault::EndsEarly { .. }
-            );
+            // Only where the file holds data: the given-back tail of a segment is a hole.
+            let ranges = view.data_ranges(offset);
+            let after = segment::valid_record_after(data, offset, seq, &view.check, &ranges);
+            let nonzero_end = segment::has_nonzero(data, offset, &ranges);
             let ends = matches!(fault, Fault::Zero | Fault::EndsEarly { .. });
+            // Every record the segment must hold is there: the next segment starts right
+            // after them, or a clean close recorded exactly these records.
+            let complete = match next_base {
+                Some(n) => n == seq,
+                None => index.is_some_and(|h| {
+                    matches!(h.state, IndexState::Closed | IndexState::Sealed)
+                        && h.count == count
+                        && h.end == offset
+                }),
+            };
+            let early = matches!(fault, Fault::EndsEarly { .. });
             let class = if ends && after.is_none() && nonzero_end.is_none() {
                 // A clean end of the records. In a sealed segment it must hold every record up
-                // to the next segment's base; in the last one, every record the index header
-                // says was complete (a loss there is cut like a torn tail, and reported).
+                // to the next segment's base; in any segment, every record the index header
+                // vouches for (a clean close's end, or the synced end): those were complete and
+                // durable, so losing them is damage, never a torn tail.
                 match next_base {
+                    _ if early => Some(DamageClass::Corruption),
                     // A segment whose seal never finished (the writer stopped while a thread
                     // was syncing it) may have lost its unsynced end: a torn tail, and the later
                     // segments come after the tear.
@@ -333,18 +449,13 @@ fn plan_segment(
                         Some(DamageClass::TornTail)
                     }
                     Some(n) if n != seq => Some(DamageClass::Corruption),
-                    None if matches!(fault, Fault::EndsEarly { .. }) => Some(DamageClass::TornTail),
                     _ => None,
                 }
-            } else if ends
-                && after.is_none()
-                && !is_last
-                && !unfinished_seal
-                && next_base == Some(seq)
-            {
-                // A sealed segment holding every record, with junk in its tail (which reads as
-                // zeros): nothing is lost; the bytes are zeroed when a writer opens the log.
-                let end = nonzero_end.unwrap_or(offset);
+            } else if after.is_none() && complete && !early {
+                // Every record is there, with stray bytes after them (a flipped bit in the
+                // zeros, a sealed segment's junk): nothing is lost. The bytes are zeroed when a
+                // writer opens the log; they never cost a valid record.
+                let end = nonzero_end.unwrap_or(offset).max(offset);
                 junk = Some(Corruption {
                     path: view.path.clone(),
                     offset,
@@ -352,10 +463,9 @@ fn plan_segment(
                     kind: super::error::CorruptionKind::TrailingBytes(end - offset),
                 });
                 None
-            } else if !(is_last || unfinished_seal)
-                || after.is_some()
-                || (complete_but_bad && offset < synced)
-            {
+            } else if !(is_last || unfinished_seal) || after.is_some() || early || offset < synced {
+                // A valid record after it, or damage in what the index vouches for (a clean
+                // close's records, the synced part): a crash cannot explain it.
                 Some(DamageClass::Corruption)
             } else {
                 Some(DamageClass::TornTail)

@@ -177,33 +177,77 @@ pub(crate) fn scan(data: &[u8], mut offset: u64, mut seq: u64, check: &RecordChe
 
 /// Looks for a valid record after `offset` whose seq is at least `min_seq`: its existence means
 /// the damage at `offset` is in the middle of the data, not a torn tail. Checks every aligned
-/// position, so it finds records even when the damaged header's length is wrong.
+/// position of the data ranges `ranges` (holes read as zeros and hold no record), so it finds
+/// records even when the damaged header's length is wrong.
 pub(crate) fn valid_record_after(
     data: &[u8],
     offset: u64,
     min_seq: u64,
     check: &RecordCheck,
+    ranges: &[(u64, u64)],
 ) -> Option<u64> {
-    let mut at = format::align_up(offset + 1);
-    while at + RECORD_HEADER_SIZE as u64 <= data.len() as u64 {
-        let h = RecordHeader::read(&data[at as usize..]);
-        if h.flags_ok() {
-            let seq = check.base_seq + u64::from(h.seq_delta);
-            if seq >= min_seq && check_record(data, at, seq, check).is_ok() {
-                return Some(at);
+    for &(start, end) in ranges {
+        let end = end.min(data.len() as u64);
+        let mut at = format::align_up(start.max(offset + 1));
+        while at + RECORD_HEADER_SIZE as u64 <= end {
+            let h = RecordHeader::read(&data[at as usize..]);
+            if h.flags_ok() {
+                let seq = check.base_seq + u64::from(h.seq_delta);
+                if seq >= min_seq && check_record(data, at, seq, check).is_ok() {
+                    return Some(at);
+                }
             }
+            at += format::RECORD_ALIGN as u64;
         }
-        at += format::RECORD_ALIGN as u64;
     }
     None
 }
 
-/// The offset just past the last non-zero byte of `data[from..]`, if there is one.
-pub(crate) fn has_nonzero(data: &[u8], from: u64) -> Option<u64> {
-    let start = usize::try_from(from).ok()?;
-    let tail = data.get(start..)?;
-    let last = tail.iter().rposition(|&b| b != 0)?;
-    Some(from + last as u64 + 1)
+/// The offset just past the last non-zero byte of `data[from..]`, if there is one, looking
+/// only at the data ranges `ranges` (holes read as zeros).
+pub(crate) fn has_nonzero(data: &[u8], from: u64, ranges: &[(u64, u64)]) -> Option<u64> {
+    for &(start, end) in ranges.iter().rev() {
+        let start = start.max(from);
+        let end = end.min(data.len() as u64);
+        if start >= end {
+            continue;
+        }
+        let tail = data.get(start as usize..end as usize)?;
+        if let Some(last) = tail.iter().rposition(|&b| b != 0) {
+            return Some(start + last as u64 + 1);
+        }
+    }
+    None
+}
+
+/// The ranges of `file` from `from` to `to` that may hold data (`SEEK_DATA` / `SEEK_HOLE`):
+/// everything else is a hole and reads as zeros. A sealed segment keeps its preallocated length
+/// with its tail given back, so looking only here keeps a check from reading megabytes of
+/// zeros. Where the file system cannot tell, the whole range.
+pub(crate) fn data_ranges(file: &File, from: u64, to: u64) -> Vec<(u64, u64)> {
+    use rustix::fs::SeekFrom;
+    let mut out = Vec::new();
+    let mut at = from;
+    while at < to {
+        let start = match rustix::fs::seek(file, SeekFrom::Data(at)) {
+            Ok(s) => s,
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(_) => return vec![(at, to)],
+        };
+        if start >= to {
+            break;
+        }
+        let end = match rustix::fs::seek(file, SeekFrom::Hole(start)) {
+            Ok(e) => e.min(to),
+            Err(_) => return vec![(at.min(start), to)],
+        };
+        if end <= start {
+            return vec![(start, to)];
+        }
+        out.push((start, end));
+        at = end;
+    }
+    out
 }
 
 /// Reads the first `HEADER_SIZE` bytes of a file (fewer if it is shorter).
@@ -338,12 +382,19 @@ impl SegmentView {
     /// or closed and the view ends where its records end (so the writer's trim of the
     /// preallocated tail happened before the view was made).
     pub(crate) fn is_settled(&self) -> bool {
+        // A sealed or closed segment never changes again (its tail was given back as a hole,
+        // the file keeps its length, so a map of it stays valid).
         self.index_header().is_some_and(|h| {
             matches!(
                 h.state,
                 format::IndexState::Sealed | format::IndexState::Closed
-            ) && h.end == self.data().len() as u64
+            ) && h.end <= self.data().len() as u64
         })
+    }
+
+    /// The ranges after `from` of the readable bytes that may hold data (not holes).
+    pub(crate) fn data_ranges(&self, from: u64) -> Vec<(u64, u64)> {
+        data_ranges(&self.file, from, self.data().len() as u64)
     }
 
     /// The bytes that may be read now.
@@ -469,6 +520,20 @@ impl SegmentView {
     /// Counts the records an open (being written) index names, by binary search for the first
     /// zero entry, and checks the last one. `None` when the index cannot be trusted.
     pub(crate) fn count_by_index(&self) -> Option<u64> {
+        let n = self.count_by_entries()?;
+        if n == 0 {
+            return Some(0);
+        }
+        self.record(n - 1).ok().map(|_| n)
+    }
+
+    /// Counts the records an open (being written) index has entries for, by binary search for
+    /// the first zero entry, without checking them. Re-reads the file's length first, so the
+    /// records the entries name are inside what may be read.
+    pub(crate) fn count_by_entries(&self) -> Option<u64> {
+        // The entry was written after its record, and the record after the file grew: the
+        // file's length read now covers it (the length read when the view was opened may not).
+        self.refresh_len();
         let m = self.index_bytes()?;
         let entries = (m.len() as u64).checked_sub(HEADER_SIZE as u64)? / INDEX_ENTRY_SIZE as u64;
         let (mut lo, mut hi) = (0u64, entries);
@@ -480,13 +545,7 @@ impl SegmentView {
                 hi = mid;
             }
         }
-        if lo == 0 {
-            return Some(0);
-        }
-        // The entry was written after its record, and the record after the file grew: the
-        // file's length read now covers it (the length read when the view was opened may not).
-        self.refresh_len();
-        self.record(lo - 1).ok().map(|_| lo)
+        Some(lo)
     }
 
     /// The file name of the index.

@@ -2,7 +2,7 @@
 //!
 //! [`SimStorage`] is a [`Storage`] that wraps [`OsStorage`]: every byte still goes to the real
 //! files (so readers, recovery and the rest of the engine see them as usual), and the simulation
-//! also records, per file, every `write_at`, `allocate`, `set_len` and `zero_range` made since
+//! also records, per file, every `write_at`, `reserve`, `punch` and the emptying of a created file made since
 //! the last successful sync of that file. Directory entries (a created or renamed file) count as
 //! durable only after [`Storage::sync_dir`] of their directory.
 //!
@@ -59,15 +59,15 @@ pub const EIO: i32 = 5;
 /// A kind of operation that [`SimStorage::fail`] can make fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OpKind {
-    /// [`Storage::open`].
+    /// [`Storage::open`] and [`Storage::create`].
     Open,
     /// [`StorageFile::write_at`].
     Write,
-    /// [`StorageFile::allocate`].
+    /// [`StorageFile::reserve`] (and [`StorageFile::extend_to`]).
     Allocate,
-    /// [`StorageFile::set_len`].
+    /// The emptying of a file by [`Storage::create`].
     SetLen,
-    /// [`StorageFile::zero_range`].
+    /// [`StorageFile::punch`].
     ZeroRange,
     /// [`Syncer::sync_data`].
     Sync,
@@ -422,8 +422,13 @@ fn replace_file(path: &Path, image: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-impl Storage for SimStorage {
-    fn open(&self, path: &Path, create: bool, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
+impl SimStorage {
+    fn open_file(
+        &self,
+        path: &Path,
+        create: bool,
+        capacity: u64,
+    ) -> io::Result<Box<dyn StorageFile>> {
         let mut s = self.lock();
         s.count(OpKind::Open)?;
         let id = match s.current.get(path) {
@@ -444,7 +449,7 @@ impl Storage for SimStorage {
                     // Let the inner open report the error below.
                     s.files.pop();
                     drop(s);
-                    return self.inner.open(path, create, capacity);
+                    return self.inner.open(path, capacity);
                 }
                 s.current.insert(path.to_path_buf(), id);
                 if pre_existing {
@@ -453,12 +458,29 @@ impl Storage for SimStorage {
                 id
             }
         };
-        let file = self.inner.open(path, create, capacity)?;
+        let file = if create {
+            let f = self.inner.create(path, capacity)?;
+            // Emptying the file is an operation like any other: lost unless synced.
+            s.files[id].pending.push(Op::SetLen(0));
+            f
+        } else {
+            self.inner.open(path, capacity)?
+        };
         Ok(Box::new(SimFile {
             id,
             file,
             state: Arc::clone(&self.state),
         }))
+    }
+}
+
+impl Storage for SimStorage {
+    fn create(&self, path: &Path, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
+        self.open_file(path, true, capacity)
+    }
+
+    fn open(&self, path: &Path, capacity: u64) -> io::Result<Box<dyn StorageFile>> {
+        self.open_file(path, false, capacity)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
@@ -515,8 +537,17 @@ impl StorageFile for SimFile {
         self.file.len()
     }
 
-    fn allocate(&mut self, len: u64) -> io::Result<()> {
-        self.op(OpKind::Allocate, || Op::Grow(len), |f| f.allocate(len))
+    fn reserve(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        let end = offset.saturating_add(len);
+        self.op(
+            OpKind::Allocate,
+            || Op::Grow(end),
+            |f| f.reserve(offset, len),
+        )
+    }
+
+    fn is_reserved(&self, offset: u64, len: u64) -> bool {
+        self.file.is_reserved(offset, len)
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
@@ -530,15 +561,12 @@ impl StorageFile for SimFile {
         )
     }
 
-    fn set_len(&mut self, len: u64) -> io::Result<()> {
-        self.op(OpKind::SetLen, || Op::SetLen(len), |f| f.set_len(len))
-    }
-
-    fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<()> {
+    fn punch(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        // The bytes read as zeros afterwards: recorded as a zeroing.
         self.op(
             OpKind::ZeroRange,
             || Op::Zero { offset, len },
-            |f| f.zero_range(offset, len),
+            |f| f.punch(offset, len),
         )
     }
 
@@ -551,15 +579,6 @@ impl StorageFile for SimFile {
 
     fn release_writes(&mut self) {
         self.file.release_writes();
-    }
-
-    fn deallocate(&mut self, offset: u64, len: u64) -> io::Result<()> {
-        // The bytes read as zeros afterwards: recorded as a zeroing.
-        self.op(
-            OpKind::ZeroRange,
-            || Op::Zero { offset, len },
-            |f| f.deallocate(offset, len),
-        )
     }
 }
 

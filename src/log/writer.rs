@@ -10,13 +10,16 @@ use std::time::Duration;
 use super::error::{Error, Result};
 use super::format::{
     self, IndexHeader, IndexState, LogId, RecordHeader, SegmentHeader, HEADER_SIZE,
-    RECORD_HEADER_SIZE,
+    INDEX_ENTRY_SIZE, RECORD_HEADER_SIZE,
 };
 use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
 use super::options::{Durability, Options};
 use super::reader::{lock, LogReader, Shared};
 use super::segment::{index_capacity, SegmentView};
+
+/// `ENOSPC`: no space left on the device.
+const ENOSPC: i32 = 28;
 
 /// How much an index file grows at a time.
 const INDEX_STEP: u64 = 64 << 10;
@@ -101,20 +104,32 @@ impl Active {
         let _ = self.clean();
     }
 
-    /// Zeroes what a failed append left after the records.
+    /// Zeroes what a failed append left after the records (the space is given back; the next
+    /// append reserves it again).
     fn clean(&mut self) -> std::io::Result<()> {
         if self.dirty_to > self.end {
             let len = self.dirty_to.min(self.seg.len()) - self.end.min(self.seg.len());
-            self.seg.zero_range(self.end, len)?;
+            self.seg.punch(self.end, len)?;
         }
         self.dirty_to = 0;
         let first = format::index_entry_offset(self.count);
         if self.dirty_entries_to > first {
             let len = self.dirty_entries_to.min(self.idx.len()) - first.min(self.idx.len());
-            self.idx.zero_range(first, len)?;
+            self.idx.punch(first, len)?;
         }
         self.dirty_entries_to = 0;
         Ok(())
+    }
+
+    /// Stops writing into the segment and gives back the preallocated space after its records
+    /// (best effort: [`Active::finish`] tries again).
+    fn retire(&mut self) {
+        self.seg.release_writes();
+        self.view.shrink_readable(self.end);
+        let len = self.seg.len();
+        if len > self.end {
+            let _ = self.seg.punch(self.end, len - self.end);
+        }
     }
 
     /// Gives back the preallocated space after the records, syncs, and writes the final index
@@ -130,13 +145,13 @@ impl Active {
         let len = self.seg.len();
         if len > self.end {
             self.seg
-                .deallocate(self.end, len - self.end)
+                .punch(self.end, len - self.end)
                 .map_err(|e| Error::io("trim segment", &self.seg_path, e))?;
         } else if len < self.end {
             // The last record's padding was cut off the file (a torn tail that kept the whole
             // payload): give it back, so the file holds every record it indexes.
             self.seg
-                .set_len(self.end)
+                .extend_to(self.end)
                 .map_err(|e| Error::io("extend segment", &self.seg_path, e))?;
         }
         self.sync_segment()?;
@@ -150,6 +165,9 @@ impl Active {
 
 pub(crate) struct Writer {
     pub active: Option<Active>,
+    /// A full segment whose tail was given back but whose successor could not be created yet
+    /// (a full disk): sealed once the next segment exists, or closed as the last one.
+    pub retired: Option<Active>,
     pub next_seq: u64,
     pub log_id: LogId,
     pub closed: bool,
@@ -328,6 +346,7 @@ impl Log {
         let mut w = lock(&self.inner.writer);
         w.closed = true;
         w.active = None;
+        w.retired = None;
     }
 }
 
@@ -423,44 +442,50 @@ impl Inner {
             a.count > 0 && (a.end + total > roll_at || a.end + total > a.capacity)
         });
         if full {
-            self.seal(w)?;
+            self.roll(w)?;
         }
         if w.active.is_none() {
-            let a = create_segment(&self.dir, &self.options, w.next_seq, w.log_id).inspect_err(
-                |e| {
-                    if is_sync_error(e) {
-                        self.poison(e);
-                    }
-                },
-            )?;
-            self.shared.push_segment(Arc::clone(&a.view));
-            w.active = Some(a);
+            self.start_segment(w)?;
         }
         let Some(a) = w.active.as_mut() else {
             return Err(Error::Closed);
         };
         a.clean()
             .map_err(|e| Error::io("zero a failed append in", &a.seg_path, e))?;
-        // Reserve space first: a full disk fails here, before any byte of a record is written.
-        let need = a.end + total;
-        if need > a.seg.len() {
-            let target = need
-                .max(a.seg.len() + self.options.preallocate)
-                .min(a.capacity);
+        // Reserve space first: a full disk fails here, before any byte of a record is written
+        // (a write through the map into blocks that do not exist would be a SIGBUS there).
+        if !a.seg.is_reserved(a.end, total) {
+            let len = total
+                .max(self.options.preallocate)
+                .min(a.capacity.saturating_sub(a.end))
+                .max(total);
+            // A disk too full for a whole preallocation step may still hold these records.
             a.seg
-                .allocate(target)
+                .reserve(a.end, len)
+                .or_else(|e| match e.raw_os_error() {
+                    Some(ENOSPC) if len > total => a.seg.reserve(a.end, total),
+                    _ => Err(e),
+                })
                 .map_err(|e| Error::io("allocate segment", &a.seg_path, e))?;
-            a.view.set_readable(target);
+            a.view.set_readable(a.seg.len());
         }
         let n = payloads.len() as u64;
-        let entries_end = format::index_entry_offset(a.count + n);
-        if entries_end > a.idx.len() {
+        let entries_from = format::index_entry_offset(a.count);
+        let entries_len = n * INDEX_ENTRY_SIZE as u64;
+        if !a.idx.is_reserved(entries_from, entries_len) {
             let cap = index_capacity(a.capacity);
-            let target = entries_end.max(a.idx.len() + INDEX_STEP).min(cap);
+            let len = entries_len
+                .max(INDEX_STEP)
+                .min(cap.saturating_sub(entries_from))
+                .max(entries_len);
             a.idx
-                .allocate(target)
+                .reserve(entries_from, len)
+                .or_else(|e| match e.raw_os_error() {
+                    Some(ENOSPC) if len > entries_len => a.idx.reserve(entries_from, entries_len),
+                    _ => Err(e),
+                })
                 .map_err(|e| Error::io("allocate index", &a.idx_path, e))?;
-            a.view.set_index_readable(target);
+            a.view.set_index_readable(a.idx.len());
         }
         let mut at = a.end;
         for (k, p) in payloads.iter().enumerate() {
@@ -489,17 +514,38 @@ impl Inner {
         Ok(())
     }
 
-    /// Seals the active segment: sync, trim, final index header. The next append starts a new one.
-    fn seal(&self, w: &mut Writer) -> Result<()> {
-        let Some(mut a) = w.active.take() else {
-            return Ok(());
-        };
+    /// Retires the active segment and starts the next one; the retired segment is then sealed
+    /// (sync, final index header) in the background. The next segment exists on disk before the
+    /// old one says "sealed": a sealed segment always has a successor, so a sealed last segment
+    /// means a missing file. The retired segment's preallocated tail is given back first, so a
+    /// nearly full disk has room for the next segment.
+    fn roll(&self, w: &mut Writer) -> Result<()> {
+        if let Some(mut a) = w.active.take() {
+            a.retire();
+            w.retired = Some(a);
+        }
+        self.start_segment(w)
+    }
+
+    /// Creates the segment at `w.next_seq` as the active one, then seals the retired one.
+    fn start_segment(&self, w: &mut Writer) -> Result<()> {
         // One seal at a time; a failed one has poisoned the writer.
         self.wait_sealed();
         self.check_poison()?;
-        // Finishing a segment (an fdatasync of everything in it, a trim, the final index header)
-        // takes as long as the disk needs to write the segment: a thread does it, so appends go on
-        // in the next segment. `sync`, the next seal and `close` wait for it.
+        let next =
+            create_segment(&self.dir, &self.options, w.next_seq, w.log_id).inspect_err(|e| {
+                if is_sync_error(e) {
+                    self.poison(e);
+                }
+            })?;
+        self.shared.push_segment(Arc::clone(&next.view));
+        w.active = Some(next);
+        let Some(mut a) = w.retired.take() else {
+            return Ok(());
+        };
+        // Finishing a segment (an fdatasync of everything in it, the final index header) takes
+        // as long as the disk needs to write the segment: a thread does it, so appends go on in
+        // the next segment. `sync`, the next seal and `close` wait for it.
         let me = self.me.clone();
         let path = a.seg_path.clone();
         let spawned = std::thread::Builder::new()
@@ -577,7 +623,9 @@ impl Inner {
         self.check_poison()?;
         let (syncer, len, end, base, path) = {
             let w = lock(&self.writer);
-            match &w.active {
+            // With no active segment (its creation failed), the retired one holds the last
+            // records: it is synced instead.
+            match w.active.as_ref().or(w.retired.as_ref()) {
                 Some(a) => (
                     Some(Arc::clone(&a.syncer)),
                     w.next_seq,
@@ -598,6 +646,8 @@ impl Inner {
                     a.synced_end = end;
                     a.write_index_header(IndexState::Open)?;
                 }
+            } else if let Some(a) = w.retired.as_mut().filter(|a| a.base == base) {
+                a.synced_end = a.synced_end.max(end);
             }
         }
         Ok(len)
@@ -619,6 +669,9 @@ impl Inner {
         }
         let len = w.next_seq;
         if let Some(a) = w.active.as_mut() {
+            a.finish(IndexState::Closed)?;
+        } else if let Some(a) = w.retired.as_mut() {
+            // Its successor was never created: it is the last segment.
             a.finish(IndexState::Closed)?;
         }
         let mut s = lock(&self.sync);
@@ -652,13 +705,12 @@ pub(crate) fn create_segment(
     let idx_path = dir.join(format::index_file_name(base));
     let tmp_path = dir.join(format!("{}.tmp", format::segment_file_name(base)));
     let mut idx = storage
-        .open(&idx_path, true, index_capacity(capacity))
+        .create(&idx_path, index_capacity(capacity))
         .map_err(|e| Error::io("create index", &idx_path, e))?;
-    idx.set_len(0)
-        .and_then(|()| idx.allocate(INDEX_STEP.min(index_capacity(capacity))))
+    idx.extend_to(INDEX_STEP.min(index_capacity(capacity)))
         .map_err(|e| Error::io("allocate index", &idx_path, e))?;
     let mut seg = storage
-        .open(&tmp_path, true, capacity)
+        .create(&tmp_path, capacity)
         .map_err(|e| Error::io("create segment", &tmp_path, e))?;
     let header = SegmentHeader {
         base_seq: base,
@@ -667,8 +719,7 @@ pub(crate) fn create_segment(
         payload_schema: options.payload_schema,
         created_ms: now_ms(),
     };
-    seg.set_len(0)
-        .and_then(|()| seg.allocate(options.preallocate.clamp(HEADER_SIZE as u64, capacity)))
+    seg.extend_to(options.preallocate.clamp(HEADER_SIZE as u64, capacity))
         .and_then(|()| seg.write_at(0, &header.encode()))
         .map_err(|e| Error::io("write segment header", &tmp_path, e))?;
     let idx_header = IndexHeader {
