@@ -57,6 +57,7 @@
 
 mod error;
 pub mod event;
+pub mod import;
 pub mod log;
 pub mod project;
 pub mod session;

@@ -41,3 +41,21 @@ fn draft_lines_may_leave_out_seq_and_time() {
     let err = parse_draft_line(r#"{"type":"turn/start","seq":-1,"data":{"turn":1}}"#).unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
 }
+
+/// `Event::to_value` (and the archived event's) gives the event as a JSON value: the canonical
+/// object, members in order, numbers as written.
+#[test]
+fn an_event_converts_to_its_json_value() {
+    let line = r#"{"type":"tool/call","seq":3,"time":1755000000000,"data":{"turn":1,"step":1,"callId":"c1","name":"ls","arguments":"{}"},"x-extra":[1.50,null]}"#;
+    let event = agentlog::event::parse_event_line(line).unwrap();
+    let v = event.to_value();
+    assert_eq!(v.to_string(), event.to_canonical_string());
+    let Value::Object(m) = &v else {
+        panic!("not an object: {v}")
+    };
+    assert_eq!(m.get("seq").map(|s| s.to_string()).as_deref(), Some("3"));
+    assert_eq!(
+        m.get("x-extra").map(|s| s.to_string()).as_deref(),
+        Some("[1.50,null]")
+    );
+}

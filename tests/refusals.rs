@@ -357,11 +357,11 @@ fn mistyped_members_say_path_expected_and_found() {
             "the number 1e3",
         ),
         (
-            r#"{"type":"turn/start","seq":0,"time":-0,"data":{"turn":1}}"#,
-            "-0",
+            r#"{"type":"turn/start","seq":0,"time":-0.0,"data":{"turn":1}}"#,
+            "-0.0",
             "time",
             "an integer",
-            "the number -0",
+            "the number -0.0",
         ),
         (
             r#"{"type":"turn/start","seq":0,"time":9223372036854775808,"data":{"turn":1}}"#,

@@ -498,3 +498,17 @@ proptest! {
         prop_assert_eq!(TextMatcher::new(&needle).is_match(&hay), expected, "{:?} in {:?}", needle, hay);
     }
 }
+
+/// `search --text` matches canonically equivalent text: a needle typed composed (NFC) finds
+/// text stored decomposed (NFD), and the other way round, case still ignored.
+#[test]
+fn text_matches_canonically_equivalent_unicode() {
+    let nfc = "Caf\u{e9} cr\u{e8}me";
+    let nfd = "Cafe\u{301} cre\u{300}me";
+    for (needle, hay) in [(nfc, nfd), (nfd, nfc), (nfc, nfc), (nfd, nfd)] {
+        let m = TextMatcher::new(&needle.to_uppercase());
+        assert!(m.is_match(&format!("a {hay} b")), "{needle:?} in {hay:?}");
+    }
+    assert!(!TextMatcher::new("caf\u{e9}").is_match("cafe"));
+    assert!(!TextMatcher::new("cafe\u{301}").is_match("caf\u{e8}"));
+}

@@ -112,7 +112,7 @@ fn an_empty_store_and_an_empty_session() {
     assert_eq!(all.sessions, 0);
     assert_eq!(
         all.to_json().to_string(),
-        r#"{"events":0,"byType":{},"turns":0,"endReasons":{},"steps":0,"tokens":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"reasoning":0},"tools":{},"bytes":0,"sessions":0}"#
+        r#"{"events":0,"byType":{},"turns":0,"endReasons":{},"turnDurationMs":{"median":null,"max":null},"steps":0,"tokens":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"reasoning":0},"tools":{},"unansweredCalls":0,"bytes":0,"sessions":0}"#
     );
     let corpus = Corpus::build();
     let empty = corpus.store.reader("gen-empty").unwrap().stats().unwrap();
@@ -130,7 +130,7 @@ fn the_fix_typo_example_by_hand() {
     assert_eq!(
         json,
         format!(
-            r#"{{"events":10,"byType":{{"assistant/chunk":2,"assistant/message":1,"step/end":1,"step/start":1,"tool/call":1,"tool/result":1,"turn/end":1,"turn/start":1,"user/message":1}},"turns":1,"endReasons":{{"completed":1}},"steps":1,"tokens":{{"input":12,"output":4,"cacheRead":0,"cacheWrite":0,"reasoning":0}},"tools":{{"bash":{{"calls":1,"errors":0,"failureRate":0,"latencyMs":{{"median":10,"max":10}}}}}},"bytes":{bytes}}}"#
+            r#"{{"events":10,"byType":{{"assistant/chunk":2,"assistant/message":1,"step/end":1,"step/start":1,"tool/call":1,"tool/result":1,"turn/end":1,"turn/start":1,"user/message":1}},"turns":1,"endReasons":{{"completed":1}},"turnDurationMs":{{"median":90,"max":90}},"steps":1,"tokens":{{"input":12,"output":4,"cacheRead":0,"cacheWrite":0,"reasoning":0}},"tools":{{"bash":{{"calls":1,"errors":0,"failureRate":0,"latencyMs":{{"median":10,"max":10}}}}}},"unansweredCalls":0,"bytes":{bytes}}}"#
         )
     );
     assert_eq!(s.turn_durations.as_slice(), &[90]);

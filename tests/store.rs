@@ -270,7 +270,24 @@ fn idle_sessions_are_archived() {
         .unwrap();
     let fresh_id = fresh.id();
     drop(fresh);
-    let archived = store.archive_idle(Duration::from_secs(24 * 3600)).unwrap();
+    // Idleness is judged by the last append (the log files' times), not the events' 2025
+    // times: a session just imported is not idle.
+    let day = Duration::from_secs(24 * 3600);
+    assert!(store.archive_idle(day).unwrap().is_empty());
+    let two_days_ago = std::time::SystemTime::now() - 2 * day;
+    for entry in std::fs::read_dir(store.session_dir(&old).unwrap()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "seg" || e == "idx") {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(two_days_ago).unwrap();
+        }
+    }
+    assert_eq!(
+        store.idle_skipping(day, |_, e| Err(e)).unwrap(),
+        std::slice::from_ref(&old)
+    );
+    assert_eq!(store.info(&old).unwrap().state, SessionState::Active);
+    let archived = store.archive_idle(day).unwrap();
     assert_eq!(archived, std::slice::from_ref(&old));
     assert_eq!(store.info(&old).unwrap().state, SessionState::Archived);
     assert_eq!(store.info(&fresh_id).unwrap().state, SessionState::Active);
@@ -353,4 +370,107 @@ fn import_without_header_gets_a_new_id_and_the_given_title() {
     )
     .unwrap();
     assert_eq!(export(&store.reader(&again).unwrap(), false), bytes);
+}
+
+/// A library user can learn each event's record size from a reader: the payload and what the
+/// record takes on disk (16-byte header, payload, padding to 16).
+#[test]
+fn a_reader_tells_each_records_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let s = store.create(NewSession::default().id("r")).unwrap();
+    for text in ["a", &"b".repeat(1000)] {
+        let line = format!(
+            r#"{{"type":"system/message","data":{{"role":"system","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        );
+        s.append_draft(parse_draft_line(&line).unwrap()).unwrap();
+    }
+    s.close().unwrap();
+    let r = store.reader("r").unwrap();
+    let small = r.record_size(0).unwrap();
+    let big = r.record_size(1).unwrap();
+    assert!(big.payload >= small.payload + 999, "{small:?} {big:?}");
+    for size in [small, big] {
+        assert_eq!(size.on_disk % 16, 0);
+        assert!(size.on_disk >= size.payload + 16 && size.on_disk < size.payload + 32);
+    }
+    assert!(r.record_size(2).is_err());
+}
+
+/// `NewSession::durability` sets the durability of the created session's appends, instead of
+/// the store's.
+#[test]
+fn a_new_session_can_choose_its_durability() {
+    use agentlog::log::Durability;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let plain = store.create(NewSession::default().id("a")).unwrap();
+    assert_eq!(plain.durability(), Durability::Os);
+    let synced = store
+        .create(NewSession::default().id("b").durability(Durability::Sync))
+        .unwrap();
+    assert_eq!(synced.durability(), Durability::Sync);
+    let line = r#"{"type":"system/message","data":{"role":"system","content":[{"type":"text","text":"x"}]}}"#;
+    assert_eq!(
+        synced
+            .append_draft(parse_draft_line(line).unwrap())
+            .unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        synced
+            .append_with(parse_draft_line(line).unwrap(), Durability::Os)
+            .unwrap(),
+        Some(1)
+    );
+    synced.sync_through(1).unwrap();
+}
+
+/// `Store::import_limited` imports a prefix: the first N events, or the lines that end within
+/// the first N bytes (the header line counts), and the session holds exactly those events.
+#[test]
+fn import_limited_takes_a_prefix_of_events_or_bytes() {
+    use agentlog::store::ImportLimit;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let bytes = std::fs::read(examples_dir().join("coding-session.jsonl")).unwrap();
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    assert!(lines.len() > 20 && lines[1].len() > 40);
+    let run = |id: &str, limit: ImportLimit| {
+        let options = ImportOptions {
+            id: Some(id.into()),
+            title: None,
+        };
+        let r = store
+            .import_limited(bytes.as_slice(), options, limit, |_| {})
+            .unwrap();
+        (r.events, export(&store.reader(id).unwrap(), false))
+    };
+    // The header line, then events: the first k lines hold k - 1 events.
+    let events_of = |k: usize| lines[1..k].concat();
+    let end = |k: usize| lines[..k].concat().len() as u64;
+
+    assert_eq!(
+        run("e", ImportLimit::default().events(10)),
+        (10, events_of(11))
+    );
+    assert_eq!(
+        run("b1", ImportLimit::default().bytes(end(6))),
+        (5, events_of(6))
+    );
+    assert_eq!(
+        run("b2", ImportLimit::default().bytes(end(6) - 1)),
+        (4, events_of(5))
+    );
+    assert_eq!(
+        run("b3", ImportLimit::default().bytes(end(6) + 30)),
+        (5, events_of(6))
+    );
+    assert_eq!(
+        run("both", ImportLimit::default().bytes(end(6)).events(3)),
+        (3, events_of(4))
+    );
+    let all = run("all", ImportLimit::default());
+    assert_eq!(all.0 as usize, lines.len() - 1);
+    assert_eq!(all.1, events_of(lines.len()));
 }

@@ -178,7 +178,7 @@ pub(crate) fn to_map(members: Vec<RawMember<'_>>) -> Map {
 impl Decode for u64 {
     fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
         match raw.kind {
-            RawKind::Number(text) => parse_u64(text),
+            RawKind::Number(text) => parse_u64(text).or_else(|| minus_zero(text)),
             _ => None,
         }
         .ok_or_else(|| mistyped(&raw, path, "an unsigned integer"))
@@ -188,11 +188,19 @@ impl Decode for u64 {
 impl Decode for i64 {
     fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
         match raw.kind {
-            RawKind::Number(text) => parse_i64(text),
+            RawKind::Number(text) => parse_i64(text).or_else(|| minus_zero(text).map(|_| 0)),
             _ => None,
         }
         .ok_or_else(|| mistyped(&raw, path, "an integer"))
     }
+}
+
+/// `-0` in a typed integer member (`seq`, `time`, `turn`, `step`, token counts) is the integer 0:
+/// JSON's grammar allows it and it equals 0 as a JSON value, so like any non-canonical input it
+/// is accepted and exported in canonical form, `0`. (`-0.0`, `0.0`, `1e2` are not integers and
+/// stay refused.)
+fn minus_zero(text: &str) -> Option<u64> {
+    (text == "-0").then_some(0)
 }
 
 impl Decode for bool {

@@ -121,6 +121,15 @@ fn parse_text(text: &str, line: u64, allow_header: bool) -> Result<Decoded, Pars
 /// default maximum event size, room for any escaping).
 pub const DEFAULT_MAX_LINE: u64 = 256 << 20;
 
+/// The longest JSONL line that can hold an event of `max_event_size` bytes (the size of its
+/// stored archive, `max_event_size` in `agentlog.toml`): six times that (a control character
+/// stored as one byte is written `\u001f`, six; nothing else grows more), at least 1 MiB.
+/// `import` and `append` refuse a longer line as soon as they have read that much of it, so no
+/// event the log holds is ever refused when its export is read back, and memory stays bounded.
+pub fn max_line_for(max_event_size: u64) -> u64 {
+    max_event_size.saturating_mul(6).max(1 << 20)
+}
+
 /// What [`read_line_bounded`] read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoundedLine {
@@ -129,12 +138,14 @@ pub enum BoundedLine {
     /// A line of this many bytes (its `\n` included, when it has one) is in the buffer.
     Line(usize),
     /// The line is longer than the limit: the buffer holds its first `limit` bytes, and the
-    /// rest is still unread.
+    /// rest is still unread ([`skip_line`] reads on to the next line without keeping it).
     TooLong,
 }
 
 /// Reads one line, through its `\n`, into `buf` (cleared first), reading at most `limit` bytes:
-/// memory stays bounded whatever the input. A last line without `\n` is a line.
+/// memory stays bounded whatever the input. A last line without `\n` is a line. A longer line
+/// is refused as soon as `limit` bytes of it were read, the rest left unread: an endless line
+/// (`/dev/zero`) is refused at once. A caller that goes on after it calls [`skip_line`].
 pub fn read_line_bounded<R: BufRead>(
     input: &mut R,
     buf: &mut Vec<u8>,
@@ -149,6 +160,26 @@ pub fn read_line_bounded<R: BufRead>(
         return Ok(BoundedLine::TooLong);
     }
     Ok(BoundedLine::Line(n))
+}
+
+/// Reads on through the next `\n` (or to the end of the input) without keeping anything, in the
+/// reader's own buffer: after [`BoundedLine::TooLong`], the input is then at the next line.
+pub fn skip_line<R: BufRead>(input: &mut R) -> std::io::Result<()> {
+    loop {
+        let (done, used) = match input.fill_buf() {
+            Ok([]) => return Ok(()),
+            Ok(chunk) => match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (true, i + 1),
+                None => (false, chunk.len()),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        input.consume(used);
+        if done {
+            return Ok(());
+        }
+    }
 }
 
 /// Reads a JSONL session line by line, yielding the header (if the first line is one) and the

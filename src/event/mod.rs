@@ -92,9 +92,9 @@ pub use data::{
 };
 pub use error::{ParseError, ParseErrorKind};
 pub use jsonl::{
-    parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl,
-    parse_tool_content, read_line_bounded, BoundedLine, Draft, JsonlReader, JsonlWriter, Line,
-    DEFAULT_MAX_LINE,
+    max_line_for, parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl,
+    parse_tool_content, read_line_bounded, skip_line, BoundedLine, Draft, JsonlReader, JsonlWriter,
+    Line, DEFAULT_MAX_LINE,
 };
 pub use parse::MAX_DEPTH;
 /// The aligned buffer [`encode_event`] writes into (rkyv's, re-exported so that callers need not

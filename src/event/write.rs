@@ -427,6 +427,16 @@ macro_rules! canonical_api {
                 self.write_json(&mut out);
                 into_string(out)
             }
+
+            /// The event as a lossless JSON [`Value`](super::Value): the canonical JSON object,
+            /// members in canonical order, numbers as written (`to_value().to_string()` equals
+            /// [`to_canonical_string`](Self::to_canonical_string)).
+            pub fn to_value(&self) -> super::Value {
+                let text = self.to_canonical_string();
+                // The canonical writer's output always parses; were it ever not to, the text is
+                // kept whole rather than lost.
+                super::parse_json(&text).unwrap_or(super::Value::String(text))
+            }
         })+
     };
 }

@@ -265,9 +265,19 @@ pub struct Lifecycle {
     /// for a batch stays O(1)). Tells a `sourceEventSeqs[0]` that names a call of another turn
     /// (refused) from one that names no call (on to the name rule).
     call_turns: imbl::OrdMap<u64, u64>,
+    /// The calls that were unanswered when their step (or turn) ended, in seq order (a later
+    /// result for one takes it off). The renderings give them the synthetic error result of
+    /// EVENTS.md §7 (a persistent vector: cloning stays O(1)).
+    closed_unanswered: imbl::Vector<CallInfo>,
 }
 
 impl Lifecycle {
+    /// The tool calls whose step (or turn) ended without a result (and got none since): the
+    /// provider renderings answer each with `TOOL_OUTCOME_UNKNOWN` (EVENTS.md §7).
+    pub fn closed_unanswered(&self) -> Vec<CallInfo> {
+        self.closed_unanswered.iter().cloned().collect()
+    }
+
     /// An empty session's bookkeeping.
     pub fn new() -> Self {
         Self::default()
@@ -676,12 +686,29 @@ impl Lifecycle {
                     t.last_step = Some(step);
                 }
             }
-            Kind::StepEnd { .. } => {
+            Kind::StepEnd { step, .. } => {
                 if let Some(t) = &mut self.turn {
                     t.step = None;
+                    for c in &t.calls {
+                        if c.step == step
+                            && c.answered_by.is_none()
+                            && !self.closed_unanswered.iter().any(|k| k.seq == c.seq)
+                        {
+                            self.closed_unanswered.push_back(c.clone());
+                        }
+                    }
                 }
             }
             Kind::TurnEnd { turn, reason } => {
+                if let Some(t) = &self.turn {
+                    for c in &t.calls {
+                        if c.answered_by.is_none()
+                            && !self.closed_unanswered.iter().any(|k| k.seq == c.seq)
+                        {
+                            self.closed_unanswered.push_back(c.clone());
+                        }
+                    }
+                }
                 self.turn = None;
                 self.last_end = Some((turn, reason));
                 self.turns_completed += 1;
@@ -713,6 +740,8 @@ impl Lifecycle {
                 if let (Some(i), Some(t)) = (resolved, &mut self.turn) {
                     if let Some(c) = t.calls.get_mut(i) {
                         c.answered_by = Some(f.seq);
+                        let seq = c.seq;
+                        self.closed_unanswered.retain(|k| k.seq != seq);
                     }
                 }
             }

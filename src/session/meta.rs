@@ -21,6 +21,21 @@
 //! writes the current layout.
 //!
 //! The time of the last event is not stored: it is read from the log.
+//!
+//! # Checksum
+//!
+//! The file is two lines: the JSON object above, then `{"crc32":"xxxxxxxx"}`, the CRC-32 (IEEE,
+//! as the log's records) of the first line's bytes (without its newline) in eight lowercase hex
+//! digits. A file whose checksum line is there but damaged, or does not match, is damage
+//! ([`Error::BrokenMeta`]). A file without the line (one JSON object, as agentlog wrote before)
+//! is still read; the next save adds it.
+//!
+//! # Rebuilding
+//!
+//! When a session is created (store create, import, fork), what rebuilding `session.json` needs
+//! (this JSON object as it was then, with the state `active`) is written once into the log's
+//! `LOGMETA` ([`crate::log::write_meta`]). [`SessionMeta::repair`] rebuilds a missing, invalid
+//! or checksum-failing `session.json` from it.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -29,12 +44,40 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::event::{parse_header_line, parse_json, Map, Opt, SessionHeader, Value};
+use crate::log;
 
 /// The name of the metadata file in a session directory.
 pub const META_FILE: &str = "session.json";
 
+/// Where a metadata write is prepared before it is renamed over [`META_FILE`].
+pub const META_TMP_FILE: &str = "session.json.tmp";
+
 /// The members of `session.json` that belong to the store (the current layout).
 const STORE_MEMBERS: [&str; 3] = ["header", "state", "config"];
+
+/// How the checksum line starts; eight hex digits and `"}` follow.
+const CHECKSUM_PREFIX: &str = "{\"crc32\":\"";
+
+/// What [`SessionMeta::repair`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaRepair {
+    /// What was wrong with `session.json` (`None`: it was sound).
+    pub problem: Option<String>,
+    /// `session.json` was rebuilt from `LOGMETA` (with the state `active`, and the header and
+    /// configuration the session was created with).
+    pub rebuilt: bool,
+    /// Where the damaged `session.json` was kept (`session.json.damaged`, or with a number).
+    pub kept: Option<PathBuf>,
+    /// `session.json` had no checksum (an older agentlog wrote it) and was written again with
+    /// one.
+    pub checksum_added: bool,
+    /// The session had no `LOGMETA` (an older agentlog created it): it was written from the
+    /// sound `session.json`.
+    pub logmeta_written: bool,
+    /// `LOGMETA` exists but cannot be read (what is wrong): `session.json` was sound, so nothing
+    /// was lost, but it could not be rebuilt if it broke.
+    pub logmeta_problem: Option<String>,
+}
 
 /// Whether a session takes appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -215,24 +258,284 @@ impl SessionMeta {
         Ok(meta)
     }
 
-    /// Reads `<dir>/session.json`.
-    pub fn load(dir: &Path) -> Result<SessionMeta> {
-        let path = dir.join(META_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::NotFound(dir.display().to_string())
-            } else {
-                Error::io("read", &path, e)
+    /// The text of the `session.json` file: [`SessionMeta::to_json`], then its checksum line
+    /// (see the module docs), each ending with a newline.
+    pub fn to_file_text(&self) -> String {
+        let json = self.to_json();
+        let crc = crc32fast::hash(json.as_bytes());
+        format!("{json}\n{CHECKSUM_PREFIX}{crc:08x}\"}}\n")
+    }
+
+    /// Reads the text of a `session.json` file: the metadata, and whether the file carried a
+    /// checksum (one written by an older agentlog does not).
+    pub fn from_file_text(text: &str) -> std::result::Result<(SessionMeta, bool), String> {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        if let Some((json, last)) = body.rsplit_once('\n') {
+            if last.starts_with(CHECKSUM_PREFIX) {
+                let stored = checksum_of_line(last).ok_or_else(|| {
+                    format!(
+                        "the checksum line is damaged: {:?} is not {CHECKSUM_PREFIX}XXXXXXXX\"}}",
+                        last.chars().take(40).collect::<String>()
+                    )
+                })?;
+                let got = crc32fast::hash(json.as_bytes());
+                if stored != got {
+                    return Err(format!(
+                        "checksum mismatch (stored {stored:#010x}, computed {got:#010x}): the \
+                         file was changed or damaged after it was written"
+                    ));
+                }
+                return Ok((SessionMeta::from_json(json)?, true));
             }
+        }
+        match SessionMeta::from_json(text) {
+            Ok(meta) => Ok((meta, false)),
+            Err(e) if body.contains('\n') => Err(format!(
+                "{e} (a session.json is one JSON object, then its checksum line)"
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads `<dir>/session.json`.
+    ///
+    /// A missing file is [`Error::NotFound`] when the directory holds no log either, and
+    /// [`Error::BrokenMeta`] when it does (the session is there, its metadata is not); an
+    /// invalid file, or one whose checksum fails, is [`Error::BrokenMeta`].
+    pub fn load(dir: &Path) -> Result<SessionMeta> {
+        SessionMeta::load_checked(dir).map(|(meta, _)| meta)
+    }
+
+    /// [`SessionMeta::load`], also saying whether the file carried a checksum.
+    pub fn load_checked(dir: &Path) -> Result<(SessionMeta, bool)> {
+        let path = dir.join(META_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(if holds_log(dir)? {
+                    Error::BrokenMeta {
+                        path,
+                        reason: "missing (the session's log is there)".into(),
+                    }
+                } else {
+                    Error::NotFound(dir.display().to_string())
+                });
+            }
+            Err(e) => return Err(Error::io("read", &path, e)),
+        };
+        let text = String::from_utf8(bytes).map_err(|e| Error::BrokenMeta {
+            path: path.clone(),
+            reason: format!(
+                "not UTF-8 text (byte offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
-        SessionMeta::from_json(&text).map_err(|reason| Error::BadFile { path, reason })
+        SessionMeta::from_file_text(&text).map_err(|reason| Error::BrokenMeta { path, reason })
     }
 
     /// Writes `<dir>/session.json` atomically (a temporary file, synced, renamed over it, the
-    /// directory synced), mode 0600.
+    /// directory synced), mode 0600, with its checksum line. A failure (a full disk, say) leaves
+    /// the file as it was and no temporary file behind.
     pub fn save(&self, dir: &Path) -> Result<()> {
-        write_atomic(&dir.join(META_FILE), self.to_json().as_bytes())
+        write_atomic(&dir.join(META_FILE), self.to_file_text().as_bytes())
     }
+
+    /// What `LOGMETA` keeps of this metadata: the JSON object of `session.json` with the state
+    /// `active`.
+    fn logmeta_blob(&self) -> String {
+        let mut m = self.clone();
+        m.state = SessionState::Active;
+        m.to_json()
+    }
+
+    /// Writes what rebuilding `session.json` needs into the log's `LOGMETA` (once: see
+    /// [`crate::log::write_meta`]). `log_id` is the log's, when it has segments.
+    pub fn write_logmeta(&self, dir: &Path, log_id: Option<log::LogId>) -> Result<()> {
+        log::write_meta(dir, log_id, self.logmeta_blob().as_bytes())?;
+        Ok(())
+    }
+
+    /// The metadata kept in the log's `LOGMETA`, as a session created with it starts (state
+    /// `active`): `None` when the session has no `LOGMETA`.
+    pub fn from_logmeta(dir: &Path) -> Result<Option<SessionMeta>> {
+        let Some(blob) = log::read_meta(dir)? else {
+            return Ok(None);
+        };
+        let path = dir.join(log::LOGMETA_FILE);
+        let text = String::from_utf8(blob).map_err(|e| Error::BadFile {
+            path: path.clone(),
+            reason: format!("its metadata is not UTF-8 text: {e}"),
+        })?;
+        let mut meta = SessionMeta::from_json(&text).map_err(|reason| Error::BadFile {
+            path,
+            reason: format!("its metadata is not a session's: {reason}"),
+        })?;
+        meta.state = SessionState::Active;
+        Ok(Some(meta))
+    }
+
+    /// Checks `<dir>/session.json` and repairs what can be: a missing, invalid or
+    /// checksum-failing file is rebuilt from `LOGMETA` (the header and configuration the session
+    /// was created with, state `active`; the damaged file is kept beside it as
+    /// `session.json.damaged`); a sound file without a checksum is written again with one; a
+    /// session without `LOGMETA` gets one from its sound `session.json`. The caller holds the
+    /// session's lock (no writer may be at work).
+    ///
+    /// Fails with [`Error::BrokenMeta`] saying so when `session.json` is broken and there is no
+    /// readable `LOGMETA` to rebuild it from.
+    pub fn repair(dir: &Path) -> Result<MetaRepair> {
+        let mut report = MetaRepair::default();
+        match SessionMeta::load_checked(dir) {
+            Ok((meta, checksummed)) => {
+                if !checksummed {
+                    meta.save(dir)?;
+                    report.checksum_added = true;
+                }
+                match log::read_meta(dir) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        meta.write_logmeta(dir, log_id_of(dir))?;
+                        report.logmeta_written = true;
+                    }
+                    Err(e) => report.logmeta_problem = Some(e.to_string()),
+                }
+                Ok(report)
+            }
+            Err(Error::BrokenMeta { path, reason }) => {
+                let meta = match SessionMeta::from_logmeta(dir) {
+                    Ok(Some(m)) => m,
+                    Ok(None) => {
+                        return Err(Error::BrokenMeta {
+                            path,
+                            reason: format!(
+                                "{reason}; it cannot be rebuilt: the session has no {} (an \
+                                 agentlog older than that file created it)",
+                                log::LOGMETA_FILE
+                            ),
+                        })
+                    }
+                    Err(e) => {
+                        return Err(Error::BrokenMeta {
+                            path,
+                            reason: format!(
+                                "{reason}; it cannot be rebuilt: {} cannot be read either: {e}",
+                                log::LOGMETA_FILE
+                            ),
+                        })
+                    }
+                };
+                report.kept = keep_damaged(&path)?;
+                meta.save(dir)?;
+                report.problem = Some(reason);
+                report.rebuilt = true;
+                Ok(report)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The metadata to write when a session whose `session.json` is broken is deleted: rebuilt
+    /// from `LOGMETA` where it can be, else the least that names it (the folder's name as id, the
+    /// time of its first event, or 0, as creation time). The damaged file is kept beside it.
+    pub(crate) fn for_broken(dir: &Path, id: &str) -> Result<SessionMeta> {
+        let meta = match SessionMeta::from_logmeta(dir) {
+            Ok(Some(m)) => m,
+            Ok(None) | Err(_) => {
+                let first_time = log::LogReader::open(dir).ok().and_then(|r| {
+                    let rec = r.iter().next()?.ok()?;
+                    crate::event::access_event(rec.payload)
+                        .ok()
+                        .map(|e| e.time())
+                });
+                SessionMeta::new(id, first_time.unwrap_or(0))
+            }
+        };
+        keep_damaged(&dir.join(META_FILE))?;
+        Ok(meta)
+    }
+}
+
+/// The checksum a checksum line holds, if it is exactly one.
+fn checksum_of_line(line: &str) -> Option<u32> {
+    let hex = line.strip_prefix(CHECKSUM_PREFIX)?.strip_suffix("\"}")?;
+    if hex.len() != 8 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// The log id of the segments in `dir`, when they can be read.
+fn log_id_of(dir: &Path) -> Option<log::LogId> {
+    log::LogReader::open(dir).ok().and_then(|r| r.log_id())
+}
+
+/// Renames a damaged `session.json` to the first free `session.json.damaged[.N]`; `None` when
+/// there was no file.
+fn keep_damaged(path: &Path) -> Result<Option<PathBuf>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    for n in 0..1000u32 {
+        let kept = if n == 0 {
+            path.with_extension("json.damaged")
+        } else {
+            path.with_extension(format!("json.damaged.{n}"))
+        };
+        if std::fs::symlink_metadata(&kept).is_ok() {
+            continue;
+        }
+        std::fs::rename(path, &kept).map_err(|e| Error::io("rename", path, e))?;
+        return Ok(Some(kept));
+    }
+    Err(Error::BadFile {
+        path: path.to_path_buf(),
+        reason: "a thousand damaged copies are kept beside it already: remove some".into(),
+    })
+}
+
+/// True when `dir` holds a log (a segment file or `LOGMETA`): a session directory even without
+/// its `session.json`. A directory that does not exist holds none; one that cannot be read is an
+/// error (never taken for empty).
+fn holds_log(dir: &Path) -> Result<bool> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == log::LOGMETA_FILE || name.ends_with(".seg") {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// True when `dir` is a session directory: it holds `session.json`, or a log without one (a
+/// damaged session). Errors other than "not found" are returned, never taken for "no".
+pub fn is_session_dir(dir: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(dir.join(META_FILE)) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => holds_log(dir),
+        Err(e) => Err(Error::io("read", dir.join(META_FILE), e)),
+    }
+}
+
+/// Removes the `session.json.tmp` (and `LOGMETA.tmp`) a failed or killed metadata write left
+/// (the caller holds the session's lock, so no write is under way). True when one was removed.
+pub(crate) fn remove_stale_tmp(dir: &Path) -> Result<bool> {
+    let mut removed = false;
+    for name in [META_TMP_FILE, log::LOGMETA_TMP_FILE] {
+        let tmp = dir.join(name);
+        match std::fs::remove_file(&tmp) {
+            Ok(()) => removed = true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("remove", &tmp, e)),
+        }
+    }
+    Ok(removed)
 }
 
 /// Reads the layout written before: one flat object, its unknown members the header's.
@@ -298,7 +601,8 @@ fn opt_string(k: &str, v: Value) -> std::result::Result<Opt<String>, String> {
     }
 }
 
-/// Replaces `path` with `bytes` atomically and durably.
+/// Replaces `path` with `bytes` atomically and durably. A failure removes the temporary file
+/// (a full disk leaves no empty `session.json.tmp` behind).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp: PathBuf = path.with_extension("json.tmp");
     let mut f = OpenOptions::new()
@@ -306,13 +610,20 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .create(true)
         .truncate(true)
         .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(&tmp)
         .map_err(|e| Error::io("create", &tmp, e))?;
-    f.write_all(bytes)
-        .and_then(|()| f.write_all(b"\n"))
+    let written = f
+        .write_all(bytes)
         .and_then(|()| f.sync_all())
-        .map_err(|e| Error::io("write", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))?;
+        .map_err(|e| Error::io("write", &tmp, e))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e)));
+    if let Err(e) = written {
+        drop(f);
+        // Best effort: the error that matters is the write's.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     if let Some(dir) = path.parent() {
         std::fs::File::open(dir)
             .and_then(|d| d.sync_all())
@@ -421,5 +732,106 @@ mod tests {
             let err = SessionMeta::from_json(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    fn sample() -> SessionMeta {
+        let mut m = SessionMeta::new("s1", 1_755_000_000_001);
+        m.title = Opt::Present("flip test".into());
+        m.cwd = Opt::Present("/home/dev".into());
+        m.config = Some(Value::Bool(true));
+        m
+    }
+
+    /// session.json had no checksum: 49 of 231 single-bit flips went unnoticed and changed what
+    /// `export --header` printed (a title became "fliq test"). Now every single-bit flip of the
+    /// file is damage, named with the file's path.
+    #[test]
+    fn every_bit_flip_of_session_json_is_damage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let m = sample();
+        m.save(dir).unwrap();
+        let path = dir.join(META_FILE);
+        let good = std::fs::read(&path).unwrap();
+        assert_eq!(SessionMeta::load_checked(dir).unwrap(), (m, true));
+        for bit in 0..good.len() * 8 {
+            let mut b = good.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            std::fs::write(&path, &b).unwrap();
+            match SessionMeta::load(dir) {
+                Err(Error::BrokenMeta { path: p, .. }) => assert_eq!(p, path),
+                other => panic!("bit {bit} ({:?}): {other:?}", String::from_utf8_lossy(&b)),
+            }
+        }
+    }
+
+    /// A file an older agentlog wrote (one JSON object, no checksum line) is still read, as
+    /// unchecksummed; the next save adds the checksum.
+    #[test]
+    fn reads_a_file_without_checksum_and_the_next_save_adds_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let m = sample();
+        std::fs::write(dir.join(META_FILE), format!("{}\n", m.to_json())).unwrap();
+        assert_eq!(SessionMeta::load_checked(dir).unwrap(), (m.clone(), false));
+        let report = SessionMeta::repair(dir).unwrap();
+        assert!(
+            report.checksum_added && report.logmeta_written,
+            "{report:?}"
+        );
+        assert_eq!(SessionMeta::load_checked(dir).unwrap(), (m.clone(), true));
+        // And LOGMETA, written from it, rebuilds it.
+        assert_eq!(SessionMeta::from_logmeta(dir).unwrap(), Some(m));
+    }
+
+    /// A missing, invalid or checksum-failing session.json is rebuilt from LOGMETA (state
+    /// active, the damaged file kept); without LOGMETA the error says it cannot be rebuilt and
+    /// why.
+    #[test]
+    fn repair_rebuilds_from_logmeta_or_says_why_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut m = sample();
+        m.write_logmeta(dir, None).unwrap();
+        m.state = SessionState::Archived;
+        m.save(dir).unwrap();
+        std::fs::write(dir.join(META_FILE), b"{\"header\":").unwrap();
+        let report = SessionMeta::repair(dir).unwrap();
+        assert!(report.rebuilt, "{report:?}");
+        assert_eq!(report.kept, Some(dir.join("session.json.damaged")));
+        let rebuilt = SessionMeta::load_checked(dir).unwrap();
+        m.state = SessionState::Active;
+        assert_eq!(rebuilt, (m, true));
+        // Missing, beside a log: damage, not "no session".
+        std::fs::remove_file(dir.join(META_FILE)).unwrap();
+        assert!(matches!(
+            SessionMeta::load(dir),
+            Err(Error::BrokenMeta { .. })
+        ));
+        assert!(SessionMeta::repair(dir).unwrap().rebuilt);
+        // Without LOGMETA it cannot be rebuilt, and says so.
+        std::fs::remove_file(dir.join(log::LOGMETA_FILE)).unwrap();
+        std::fs::write(dir.join(META_FILE), b"[").unwrap();
+        std::fs::write(dir.join("00000000000000000000.seg"), b"").unwrap();
+        let err = SessionMeta::repair(dir).unwrap_err().to_string();
+        assert!(err.contains("no LOGMETA"), "{err}");
+        // A directory without session.json and without a log is no session at all.
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert!(matches!(SessionMeta::load(&empty), Err(Error::NotFound(_))));
+    }
+
+    /// A metadata write that fails left its temporary file behind (an empty session.json.tmp
+    /// after a full disk); now the failure removes it and session.json is unchanged.
+    #[test]
+    fn a_failed_save_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        // session.json is a directory that is not empty: the rename over it fails.
+        std::fs::create_dir_all(dir.join(META_FILE).join("x")).unwrap();
+        let err = sample().save(dir).unwrap_err();
+        assert!(err.to_string().contains("rename"), "{err}");
+        assert!(!dir.join(META_TMP_FILE).exists());
+        assert!(dir.join(META_FILE).join("x").is_dir());
     }
 }

@@ -34,11 +34,13 @@
 
 mod facts;
 mod id;
+mod json;
 mod lifecycle;
 mod meta;
 mod notice;
 mod reader;
 mod replay;
+mod salvage;
 mod search;
 mod stats;
 mod writer;
@@ -47,12 +49,14 @@ use std::path::Path;
 
 pub use id::{new_id, validate_id, MAX_ID_LEN};
 pub use lifecycle::{CallInfo, Lifecycle, LifecycleError, OpenState, OpenWork, Rule, TurnState};
-pub use meta::{SessionMeta, SessionState, META_FILE};
+pub(crate) use meta::remove_stale_tmp;
+pub use meta::{is_session_dir, MetaRepair, SessionMeta, SessionState, META_FILE, META_TMP_FILE};
 pub use notice::Notice;
-pub use reader::SessionReader;
+pub use reader::{RecordSize, SessionReader};
 pub use replay::{
     replay, CallReport, ReplayCall, ReplayReport, StepReport, ToolExecutor, ToolOutput,
 };
+pub use salvage::SalvagedEvents;
 pub use search::{Query, SearchStats, TextMatcher, TypeFilter};
 pub use stats::{Durations, SessionStats, StatsCollector, Tokens, ToolStats};
 pub use writer::{OpenReport, Session, SessionOptions};

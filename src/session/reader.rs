@@ -16,6 +16,15 @@ use super::meta::SessionMeta;
 use super::writer::projector_wants;
 use super::PAYLOAD_SCHEMA;
 
+/// The size of one event's record ([`SessionReader::record_size`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSize {
+    /// Bytes of the payload (the event's rkyv archive).
+    pub payload: u64,
+    /// Bytes the record takes in its segment: a 16-byte header, the payload, padding to 16.
+    pub on_disk: u64,
+}
+
 /// A reader of one session: events by seq and in order (zero-copy archived views), the
 /// metadata, and everything derived from the log (lifecycle state, projection).
 #[derive(Debug, Clone)]
@@ -35,6 +44,20 @@ impl SessionReader {
         let dir = dir.as_ref().to_path_buf();
         let meta = SessionMeta::load(&dir)?;
         let log = LogReader::open(&dir)?;
+        if log.segment_files().is_empty() {
+            // A session's log is created before its session.json: it has lost its segments.
+            return Err(Error::Log(crate::log::Error::Corrupt(Box::new(
+                crate::log::Corruption {
+                    path: dir.join(format!("{:020}.seg", 0)),
+                    offset: 0,
+                    seq: Some(0),
+                    kind: crate::log::CorruptionKind::MissingSegment(
+                        "the session has no segment file, and a session's log always has one"
+                            .into(),
+                    ),
+                },
+            ))));
+        }
         if let Some(schema) = log.payload_schema().filter(|&s| s != PAYLOAD_SCHEMA) {
             return Err(Error::BadFile {
                 path: dir,
@@ -88,6 +111,16 @@ impl SessionReader {
         access_event(rec.payload).map_err(|source| Error::Archive {
             seq: Some(seq),
             source,
+        })
+    }
+
+    /// The size of the record of event `seq`: its payload (the event's archive) and what it
+    /// takes in its segment (header and padding included).
+    pub fn record_size(&self, seq: u64) -> Result<RecordSize> {
+        let payload = self.log.get(seq)?.payload.len() as u64;
+        Ok(RecordSize {
+            payload,
+            on_disk: crate::log::record_size_on_disk(payload),
         })
     }
 

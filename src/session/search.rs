@@ -69,6 +69,11 @@ impl TypeFilter {
 /// - With an ASCII needle, a non-ASCII haystack character whose lowercase is ASCII (KELVIN SIGN
 ///   `K` → `k`, `İ` → `i` + U+0307) does not match an ASCII letter (a non-ASCII needle does go
 ///   through [`char::to_lowercase`] and matches it).
+///
+/// Canonically equivalent text matches: a non-ASCII needle is searched in its composed (NFC)
+/// and its decomposed (NFD) form, so `café` finds `cafe\u{301}` and the other way round, in a
+/// text written in either form (a text that mixes both forms inside the needle's span does not
+/// match).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextMatcher {
     needle: String,
@@ -79,8 +84,9 @@ pub struct TextMatcher {
 enum Lowered {
     /// The needle is ASCII: its lowercase bytes.
     Ascii(Box<[u8]>),
-    /// The needle's characters, each lowercased (expanded when a lowercase is longer).
-    Chars(Box<[char]>),
+    /// The needle's characters, each lowercased (expanded when a lowercase is longer), in its
+    /// composed form, and in its decomposed form when that differs.
+    Chars(Box<[char]>, Option<Box<[char]>>),
 }
 
 impl TextMatcher {
@@ -89,7 +95,14 @@ impl TextMatcher {
         let lowered = if needle.is_ascii() {
             Lowered::Ascii(needle.to_ascii_lowercase().into_bytes().into_boxed_slice())
         } else {
-            Lowered::Chars(needle.chars().flat_map(char::to_lowercase).collect())
+            use unicode_normalization::UnicodeNormalization;
+            let lower = |s: &mut dyn Iterator<Item = char>| -> Box<[char]> {
+                s.flat_map(char::to_lowercase).collect()
+            };
+            let composed = lower(&mut needle.nfc());
+            let decomposed = lower(&mut needle.nfd());
+            let other = (decomposed != composed).then_some(decomposed);
+            Lowered::Chars(composed, other)
         };
         TextMatcher {
             needle: needle.to_string(),
@@ -106,7 +119,9 @@ impl TextMatcher {
     pub fn is_match(&self, haystack: &str) -> bool {
         match &self.lowered {
             Lowered::Ascii(n) => find_ascii(haystack.as_bytes(), n),
-            Lowered::Chars(n) => find_chars(haystack, n),
+            Lowered::Chars(n, other) => {
+                find_chars(haystack, n) || other.as_ref().is_some_and(|d| find_chars(haystack, d))
+            }
         }
     }
 }

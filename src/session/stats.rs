@@ -155,6 +155,8 @@ impl ToolStats {
 ///   error when `isError`).
 /// - Turn durations: a `turn/end`'s `time` minus its `turn/start`'s (a turn still open has
 ///   none).
+/// - `unansweredCalls`: the `tool/call`s whose step (or turn) ended without a result, and got
+///   none after.
 /// - Medians: of an even number of values, the mean of the two middle ones (so it may end in
 ///   `.5`).
 /// - `bytes`: the session's files on disk ([`SessionReader::bytes_on_disk`]).
@@ -176,6 +178,9 @@ pub struct SessionStats {
     pub tools: BTreeMap<String, ToolStats>,
     /// Durations of the turns that ended (`turn/end` time minus `turn/start` time).
     pub turn_durations: Durations,
+    /// Tool calls whose step (or turn) ended without a result (none came after): the provider
+    /// renderings answer them with `TOOL_OUTCOME_UNKNOWN` (EVENTS.md §7).
+    pub unanswered_calls: u64,
     /// Bytes of the session's files on disk.
     pub bytes: u64,
 }
@@ -198,14 +203,17 @@ impl SessionStats {
             self.tools.entry(k.clone()).or_default().merge(t);
         }
         self.turn_durations.extend(&other.turn_durations);
+        self.unanswered_calls += other.unanswered_calls;
         self.bytes += other.bytes;
     }
 
     /// The JSON form `agentlog stats --json` prints, members in this order:
-    /// `{"events","byType":{TYPE:n},"turns","endReasons":{KIND:n},"steps","tokens":{"input",
-    /// "output","cacheRead","cacheWrite","reasoning"},"tools":{NAME:{"calls","errors",
-    /// "failureRate","latencyMs":{"median","max"}}},"bytes"}` (types, kinds and tools sorted by
-    /// name; `median` and `max` are `null` for a tool without a measured latency).
+    /// `{"events","byType":{TYPE:n},"turns","endReasons":{KIND:n},"turnDurationMs":{"median",
+    /// "max"},"steps","tokens":{"input","output","cacheRead","cacheWrite","reasoning"},
+    /// "tools":{NAME:{"calls","errors","failureRate","latencyMs":{"median","max"}}},
+    /// "unansweredCalls","bytes"}` (types, kinds and tools sorted by name; `median` and `max`
+    /// are `null` for a tool without a measured latency, and for turn durations when no turn
+    /// ended).
     pub fn to_json(&self) -> Value {
         let counts = |m: &BTreeMap<String, u64>| {
             object(
@@ -237,6 +245,19 @@ impl SessionStats {
             ("byType", counts(&self.by_type)),
             ("turns", self.turns.into()),
             ("endReasons", counts(&self.end_reasons)),
+            (
+                "turnDurationMs",
+                object(vec![
+                    (
+                        "median",
+                        self.turn_durations.median().map_or(Value::Null, float),
+                    ),
+                    (
+                        "max",
+                        self.turn_durations.max().map_or(Value::Null, Value::from),
+                    ),
+                ]),
+            ),
             ("steps", self.steps.into()),
             (
                 "tokens",
@@ -249,6 +270,7 @@ impl SessionStats {
                 ]),
             ),
             ("tools", object(tools)),
+            ("unansweredCalls", self.unanswered_calls.into()),
             ("bytes", self.bytes.into()),
         ])
     }
@@ -345,7 +367,9 @@ impl StatsCollector {
 
     /// The statistics of the events counted (`bytes` is left 0: it is not in the events).
     pub fn finish(self) -> SessionStats {
-        self.stats
+        let mut stats = self.stats;
+        stats.unanswered_calls = self.lifecycle.closed_unanswered().len() as u64;
+        stats
     }
 }
 

@@ -66,6 +66,9 @@ pub struct OpenReport {
     /// Lifecycle rules the stored events break (a log written by something that did not check
     /// them); the first few.
     pub violations: Vec<LifecycleError>,
+    /// After a cut that left files in `damaged/` (a salvage): the valid events found there after
+    /// the damage, per file, and the canonical JSONL file they were written to.
+    pub salvaged: Vec<super::SalvagedEvents>,
 }
 
 struct Inner {
@@ -121,8 +124,13 @@ impl Session {
             return Err(Error::Exists(meta.id.clone()));
         }
         super::create_private_dir(&dir)?;
-        meta.save(&dir)?;
+        // The log first: a session whose session.json exists always has a segment, so a
+        // session without one has lost it.
         let (log, report) = Log::open(&dir, options.log_options(true))?;
+        // What rebuilding session.json needs, beside the log, once, before session.json: a
+        // crash between the two leaves a session whose session.json can be rebuilt.
+        meta.write_logmeta(&dir, log.reader().log_id())?;
+        meta.save(&dir)?;
         let inner = Inner {
             lifecycle: Lifecycle::new(),
             projector: Projector::new(),
@@ -157,6 +165,13 @@ impl Session {
         let dir = dir.as_ref().to_path_buf();
         let meta = SessionMeta::load(&dir)?;
         let (log, log_report) = Log::open(&dir, options.log_options(false))?;
+        // Under the writer's lock no metadata write is under way: a temporary file is what a
+        // failed or killed one left (best effort: it holds nothing the session needs).
+        let _ = super::remove_stale_tmp(&dir);
+        let salvaged = match &log_report.cut {
+            Some(cut) => super::salvage::write_after_cut(cut, log.log_id())?,
+            None => Vec::new(),
+        };
         let mut inner = Inner {
             lifecycle: Lifecycle::new(),
             projector: Projector::new(),
@@ -194,6 +209,7 @@ impl Session {
             state: inner.lifecycle.state(),
             open_work: inner.lifecycle.open_work(),
             violations,
+            salvaged,
         };
         Ok((Session::from_parts(dir, log, meta, inner, &options), report))
     }
@@ -294,6 +310,23 @@ impl Session {
     /// Appends several events at once: every one is checked first (in order, each against the
     /// state the earlier ones leave), and if any is refused nothing is written.
     pub fn append_drafts(&self, drafts: Vec<Draft>) -> Result<Vec<Option<u64>>> {
+        self.append_drafts_with(drafts, self.durability)
+    }
+
+    /// [`Session::append_draft`] with the durability of this one call: `Durability::Sync`
+    /// returns once the event is on stable storage (sharing the fdatasync with concurrent
+    /// appenders), `Durability::Os` once it is in the log, whatever the session's default.
+    pub fn append_with(&self, draft: Draft, durability: Durability) -> Result<Option<u64>> {
+        self.append_drafts_with(vec![draft], durability)
+            .map(|v| v.into_iter().next().flatten())
+    }
+
+    /// [`Session::append_drafts`] with the durability of this one call.
+    pub fn append_drafts_with(
+        &self,
+        drafts: Vec<Draft>,
+        durability: Durability,
+    ) -> Result<Vec<Option<u64>>> {
         let (seqs, end) = {
             let mut inner = lock(&self.inner);
             self.check_writable()?;
@@ -301,10 +334,26 @@ impl Session {
         };
         // The fdatasync runs outside the session's lock, so that concurrent appenders share it
         // (group commit).
-        if let (Some(end), Durability::Sync) = (end, self.durability) {
+        if let (Some(end), Durability::Sync) = (end, durability) {
             self.log.sync_through(end)?;
         }
         Ok(seqs)
+    }
+
+    /// The durability of this handle's appends (the store's, or [`NewSession`]'s when it set
+    /// one).
+    ///
+    /// [`NewSession`]: crate::store::NewSession
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Returns once every event up to and including `seq` is on stable storage (an fdatasync
+    /// shared with concurrent callers; at once when they are already). With it a caller can
+    /// append order-dependent events under a lock of its own, with the default durability, and
+    /// wait for their durability after releasing that lock.
+    pub fn sync_through(&self, seq: u64) -> Result<()> {
+        Ok(self.log.sync_through(seq.saturating_add(1))?)
     }
 
     /// Checks, writes and applies `drafts`; returns the seqs and the log's length after them
@@ -629,7 +678,14 @@ fn check_shape(event: &Event) -> Result<()> {
     Ok(())
 }
 
-/// True for the types the projection reads: surface events and tool calls.
+/// True for the types the projection reads: surface events, tool calls, and the step and turn
+/// ends (which close the calls left unanswered).
 pub(crate) fn projector_wants(t: Option<EventType>) -> bool {
-    t.is_some_and(|t| t.is_surface() || t == EventType::ToolCall)
+    t.is_some_and(|t| {
+        t.is_surface()
+            || matches!(
+                t,
+                EventType::ToolCall | EventType::StepEnd | EventType::TurnEnd
+            )
+    })
 }

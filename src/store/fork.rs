@@ -98,6 +98,8 @@ impl Store {
             let _lock = log::lock_dir(temp)?;
             let copy = log::copy_prefix(reader.dir(), temp, n)?;
             meta.save(temp)?;
+            let log_id = log::LogReader::open(temp).ok().and_then(|r| r.log_id());
+            meta.write_logmeta(temp, log_id)?;
             Ok(copy)
         })?;
         Ok(ForkReport {

@@ -26,6 +26,33 @@ pub struct ImportOptions {
     pub title: Option<String>,
 }
 
+/// How much of its input [`Store::import_limited`] imports: a prefix. Default: all of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportLimit {
+    /// At most this many events: the first ones (the rest of the input is not read).
+    /// Default: `None`, every event.
+    pub events: Option<u64>,
+    /// Only the lines that end within the first this-many bytes of the input (a session header
+    /// line counts; the rest of the input is not read). Default: `None`, every line.
+    pub bytes: Option<u64>,
+}
+
+impl ImportLimit {
+    /// At most `n` events.
+    #[must_use]
+    pub fn events(mut self, n: u64) -> Self {
+        self.events = Some(n);
+        self
+    }
+
+    /// Only the lines within the first `n` bytes.
+    #[must_use]
+    pub fn bytes(mut self, n: u64) -> Self {
+        self.bytes = Some(n);
+        self
+    }
+}
+
 /// What an import did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportReport {
@@ -63,13 +90,31 @@ impl Store {
         &self,
         input: impl BufRead,
         options: ImportOptions,
+        progress: impl FnMut(u64),
+    ) -> Result<ImportReport> {
+        self.import_limited(input, options, ImportLimit::default(), progress)
+    }
+
+    /// [`Store::import`] of a prefix of the input: at most `limit.events` events, only the
+    /// lines within the first `limit.bytes` bytes. What follows is never read, so a prefix of a
+    /// huge file (or of an endless stream) imports in the time its own size takes: nothing is
+    /// read past the line that passes the byte limit.
+    pub fn import_limited(
+        &self,
+        input: impl BufRead,
+        options: ImportOptions,
+        limit: ImportLimit,
         mut progress: impl FnMut(u64),
     ) -> Result<ImportReport> {
         // A line longer than this cannot hold an event of the maximum size, however escaped:
         // refused after reading that much, so a binary file or an endless line never fills memory.
-        let max_line = self.config().max_event_size.saturating_mul(16).max(1 << 20);
+        let max_line = crate::event::max_line_for(self.config().max_event_size);
         let mut lines = JsonlReader::new(input).with_max_line(max_line);
+        let within = |read: u64| limit.bytes.is_none_or(|max| read <= max);
         let mut first = lines.next().transpose()?;
+        if !within(lines.bytes_read()) {
+            first = None;
+        }
         let header: Option<SessionHeader> = match first.take() {
             Some(Line::Header(h)) => Some(h),
             Some(Line::Event(e)) => {
@@ -108,11 +153,23 @@ impl Store {
             let mut n = 0u64;
             let header_lines = u64::from(header.is_some());
             let mut pending = first;
+            let mut bytes_done = !within(lines.bytes_read());
             loop {
+                if limit.events.is_some_and(|max| n >= max) {
+                    break;
+                }
                 let line = match pending.take() {
                     Some(line) => line,
+                    None if bytes_done => break,
                     None => match lines.next() {
-                        Some(line) => line?,
+                        Some(line) => {
+                            let line = line?;
+                            if !within(lines.bytes_read()) {
+                                bytes_done = true;
+                                continue;
+                            }
+                            line
+                        }
                         None => break,
                     },
                 };

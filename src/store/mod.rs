@@ -39,13 +39,13 @@ use crate::error::{Error, Result};
 use crate::event::Value;
 use crate::log;
 use crate::session::{
-    create_private_dir, new_id, now_ms, validate_id, OpenReport, Session, SessionMeta,
-    SessionReader, SessionState, Subscribers, META_FILE,
+    create_private_dir, is_session_dir, new_id, now_ms, remove_stale_tmp, validate_id, MetaRepair,
+    OpenReport, Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
 
 pub use config::{parse_size, StoreConfig, CONFIG_FILE};
 pub use fork::{turn_end_len, ForkPoint, ForkReport};
-pub use import::{ImportOptions, ImportReport};
+pub use import::{ImportLimit, ImportOptions, ImportReport};
 pub use search::StoreStats;
 // The search and statistics types, here too: a store search is where most callers start.
 pub use crate::session::{Query, SearchStats, SessionStats, TextMatcher, TypeFilter};
@@ -80,6 +80,10 @@ pub struct NewSession {
     pub cwd: Option<String>,
     /// The agent's configuration, kept verbatim in `session.json`.
     pub config: Option<Value>,
+    /// The durability of the returned session's appends, instead of the store's
+    /// (`agentlog.toml`). It holds for this handle: a later open uses the store's again.
+    /// Default: `None` (the store's).
+    pub durability: Option<log::Durability>,
 }
 
 impl NewSession {
@@ -101,6 +105,13 @@ impl NewSession {
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<String>) -> Self {
         self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Sets the durability of the new session's appends (see [`NewSession::durability`]).
+    #[must_use]
+    pub fn durability(mut self, durability: log::Durability) -> Self {
+        self.durability = Some(durability);
         self
     }
 }
@@ -126,6 +137,30 @@ pub struct SessionInfo {
     pub parent_session: Option<String>,
     /// Events copied from the parent when forking (`None` when absent or `null`).
     pub seed_length: Option<u64>,
+}
+
+/// The latest modification time (epoch milliseconds) of the segment and index files in session
+/// directory `dir`: the time of its last append (or of the import or fork that wrote them).
+/// `None` when it has none.
+fn last_write_ms(dir: &Path) -> Result<Option<i64>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("read directory", dir, e))?;
+    let mut last: Option<i64> = None;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
+        let path = entry.path();
+        if !path.extension().is_some_and(|e| e == "seg" || e == "idx") {
+            continue;
+        }
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .map_err(|e| Error::io("read the modification time of", &path, e))?;
+        let ms = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        last = Some(last.map_or(ms, |l| l.max(ms)));
+    }
+    Ok(last)
 }
 
 /// A directory of sessions.
@@ -176,9 +211,15 @@ impl Store {
         Ok(self.root.join(SESSIONS_DIR).join(id))
     }
 
+    /// The directory of session `id`, which must be a session's: one holding `session.json`,
+    /// or a log without it (a damaged session, whose commands then name the missing file). A
+    /// directory that cannot be read is an error, never "no session".
     fn existing_dir(&self, id: &str) -> Result<PathBuf> {
         let dir = self.session_dir(id)?;
-        if dir.join(META_FILE).is_file() {
+        // A session folder that is a link to somewhere else (another store's session) is
+        // never written through.
+        log::refuse_symlink(&dir).map_err(|e| Error::io("open session", &dir, e))?;
+        if is_session_dir(&dir)? {
             Ok(dir)
         } else {
             Err(Error::NotFound(id.to_string()))
@@ -199,7 +240,11 @@ impl Store {
         meta.title = new.title.into();
         meta.cwd = new.cwd.into();
         meta.config = new.config;
-        let session = Session::create(&dir, meta, self.config.session_options())?;
+        let mut options = self.config.session_options();
+        if let Some(d) = new.durability {
+            options.log.durability = d;
+        }
+        let session = Session::create(&dir, meta, options)?;
         self.subscribers.send(&[StoreNotice::Created(id)]);
         Ok(session)
     }
@@ -214,7 +259,7 @@ impl Store {
         build: impl FnOnce(&Path) -> Result<T>,
     ) -> Result<T> {
         let dir = self.session_dir(id)?;
-        if dir.exists() && !dir.join(META_FILE).is_file() {
+        if dir.exists() && !is_session_dir(&dir)? {
             return Err(Error::BadFile {
                 path: dir,
                 reason: "a folder of that name is in the store and is not a session (it holds no \
@@ -264,7 +309,9 @@ impl Store {
         SessionReader::open(self.existing_dir(id)?)
     }
 
-    /// The ids of the sessions (deleted ones too when `deleted`), sorted.
+    /// The ids of the sessions (deleted ones too when `deleted`), sorted. A session whose
+    /// `session.json` is missing (its log is there) or broken is listed: opening it names what is
+    /// wrong ([`Error::BrokenMeta`]), so callers never skip it silently.
     pub fn ids(&self, deleted: bool) -> Result<Vec<String>> {
         let dir = self.root.join(SESSIONS_DIR);
         let rd = std::fs::read_dir(&dir).map_err(|e| Error::io("read directory", &dir, e))?;
@@ -274,7 +321,20 @@ impl Store {
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
-            if validate_id(&name).is_err() || !entry.path().join(META_FILE).is_file() {
+            if validate_id(&name).is_err() {
+                continue;
+            }
+            let path = entry.path();
+            // A link is listed when it leads to a session: opening it names the refusal.
+            if !entry
+                .file_type()
+                .is_ok_and(|t| t.is_dir() || t.is_symlink())
+            {
+                continue;
+            }
+            // A folder that cannot be looked into (permission denied) is listed: opening it
+            // names the error, and the other sessions are still served.
+            if let Ok(false) = is_session_dir(&path) {
                 continue;
             }
             if !deleted {
@@ -315,12 +375,34 @@ impl Store {
     }
 
     /// Changes the state in `session.json` under the session's lock (so no writer is active).
+    /// Deleting needs no readable `session.json`: a broken one is kept beside as
+    /// `session.json.damaged` and replaced (see [`Store::delete`]).
     fn set_state(&self, id: &str, state: SessionState) -> Result<()> {
         let dir = self.existing_dir(id)?;
         let _lock = log::lock_dir(&dir)?;
-        let mut meta = SessionMeta::load(&dir)?;
+        let mut meta = match SessionMeta::load(&dir) {
+            Ok(m) => m,
+            Err(Error::BrokenMeta { .. }) if state == SessionState::Deleted => {
+                SessionMeta::for_broken(&dir, id)?
+            }
+            Err(e) => return Err(e),
+        };
+        // A deleted session is brought back only by `unarchive`: archiving it would resurrect
+        // it (and `gc` would no longer remove it).
+        if meta.state == SessionState::Deleted && state == SessionState::Archived {
+            return Err(Error::Deleted(id.to_string()));
+        }
         meta.state = state;
         meta.save(&dir)
+    }
+
+    /// Checks session `id`'s `session.json` under its lock and repairs what can be
+    /// ([`SessionMeta::repair`]: rebuilt from `LOGMETA` when missing or broken, a checksum added
+    /// to an older file, a missing `LOGMETA` written). Fails while a writer has it open.
+    pub fn repair_meta(&self, id: &str) -> Result<MetaRepair> {
+        let dir = self.existing_dir(id)?;
+        let _lock = log::lock_dir(&dir)?;
+        SessionMeta::repair(&dir)
     }
 
     /// Archives session `id`: it stays readable, appends are refused until it is unarchived.
@@ -341,6 +423,11 @@ impl Store {
     }
 
     /// Deletes session `id`: hidden from listings at once, its files removed by [`Store::gc`].
+    ///
+    /// Works when the session's `session.json` is missing or broken ([`Error::BrokenMeta`]): it
+    /// is kept as `session.json.damaged` and replaced by one rebuilt from `LOGMETA`, or, for a
+    /// session without one, by the least that names it (the id, the time of its first event),
+    /// with the state `deleted`.
     pub fn delete(&self, id: &str) -> Result<()> {
         self.set_state(id, SessionState::Deleted)?;
         self.subscribers
@@ -349,13 +436,39 @@ impl Store {
     }
 
     /// Garbage collection: removes the files of deleted sessions (and what an interrupted import
-    /// left behind). Returns the ids removed; a deleted session with a writer open is skipped.
+    /// left behind), and the `session.json.tmp` a failed metadata write left in any session.
+    /// Returns the ids removed; a deleted session with a writer open is skipped. A session whose
+    /// `session.json` cannot be read stops it with that error; [`Store::gc_skipping`] goes on.
     pub fn gc(&self) -> Result<Vec<String>> {
+        self.gc_skipping(|_, e| Err(e))
+    }
+
+    /// [`Store::gc`], handing the error of a session whose state cannot be read (a missing or
+    /// broken `session.json`) to `on_error` with its id: `Ok(())` leaves that session as it is
+    /// and goes on, `Err` stops with that error.
+    pub fn gc_skipping<G>(&self, mut on_error: G) -> Result<Vec<String>>
+    where
+        G: FnMut(&str, Error) -> Result<()>,
+    {
         let sessions = self.root.join(SESSIONS_DIR);
         let mut removed = Vec::new();
         for id in self.ids(true)? {
             let dir = sessions.join(&id);
-            if SessionMeta::load(&dir)?.state != SessionState::Deleted {
+            let state = match SessionMeta::load(&dir) {
+                Ok(meta) => meta.state,
+                Err(e) => {
+                    on_error(&id, e)?;
+                    continue;
+                }
+            };
+            if state != SessionState::Deleted {
+                // A temporary file a failed metadata write left; the lock is taken only then
+                // (a writer holding it may be writing that file).
+                if dir.join(META_TMP_FILE).exists() || dir.join(log::LOGMETA_TMP_FILE).exists() {
+                    if let Ok(_lock) = log::lock_dir(&dir) {
+                        remove_stale_tmp(&dir)?;
+                    }
+                }
                 continue;
             }
             let Ok(lock) = log::lock_dir(&dir) else {
@@ -370,20 +483,64 @@ impl Store {
         Ok(removed)
     }
 
-    /// Archives every active session whose last event (or creation, when it has none) is older
-    /// than `age`. Returns the ids archived; sessions with a writer open are skipped.
+    /// Archives every active session whose last append is older than `age` (judged by the
+    /// modification time of its log's files, so an import of old events is not idle; see
+    /// [`Store::idle_skipping`]). Returns the ids archived; sessions with a writer open are
+    /// skipped. A session that cannot be read stops it with that error;
+    /// [`Store::archive_idle_skipping`] goes on.
     pub fn archive_idle(&self, age: Duration) -> Result<Vec<String>> {
-        let cutoff = now_ms().saturating_sub(age.as_millis() as i64);
-        let mut archived = Vec::new();
-        for info in self.list()? {
+        self.archive_idle_skipping(age, |_, e| Err(e))
+    }
+
+    /// The active sessions whose last append is older than `age`, sorted by id, without changing
+    /// them (what [`Store::archive_idle`] would archive). The last append is the latest
+    /// modification time of the log's segment and index files (written at every append and at
+    /// import or fork, whatever the events' own times say). A session that cannot be read is
+    /// handed to `on_error` with its id: `Ok(())` leaves it out and goes on, `Err` stops with
+    /// that error.
+    pub fn idle_skipping<G>(&self, age: Duration, mut on_error: G) -> Result<Vec<String>>
+    where
+        G: FnMut(&str, Error) -> Result<()>,
+    {
+        let cutoff = now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+        let mut idle = Vec::new();
+        for id in self.ids(false)? {
+            let info = match self.info(&id) {
+                Ok(info) => info,
+                Err(e) => {
+                    on_error(&id, e)?;
+                    continue;
+                }
+            };
             if info.state != SessionState::Active {
                 continue;
             }
-            if info.last_event_time.unwrap_or(info.created_at) >= cutoff {
-                continue;
+            let last = match last_write_ms(&self.root.join(SESSIONS_DIR).join(&id)) {
+                Ok(last) => last,
+                Err(e) => {
+                    on_error(&id, e)?;
+                    continue;
+                }
+            };
+            if last.unwrap_or(info.created_at) < cutoff {
+                idle.push(info.id);
             }
-            match self.archive(&info.id) {
-                Ok(()) => archived.push(info.id),
+        }
+        Ok(idle)
+    }
+
+    /// [`Store::archive_idle`], handing the error of a session that cannot be read (a broken
+    /// `session.json`, a damaged log) to `on_error` with its id: `Ok(())` leaves it as it is and
+    /// goes on, `Err` stops with that error.
+    pub fn archive_idle_skipping<G>(&self, age: Duration, on_error: G) -> Result<Vec<String>>
+    where
+        G: FnMut(&str, Error) -> Result<()>,
+    {
+        let mut archived = Vec::new();
+        for id in self.idle_skipping(age, on_error)? {
+            match self.archive(&id) {
+                Ok(()) => archived.push(id),
+                // A writer opened it meanwhile: it is not idle.
                 Err(Error::Log(log::Error::Locked { .. })) => {}
                 Err(e) => return Err(e),
             }

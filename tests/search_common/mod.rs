@@ -815,6 +815,8 @@ pub struct RefStats {
     pub tools: BTreeMap<String, RefTool>,
     /// Sorted.
     pub turn_durations: Vec<i64>,
+    /// Calls unanswered when their step (or turn) ended that got no result after.
+    pub unanswered: u64,
 }
 
 /// The median the plain way: sort, the middle one or the mean of the two middle ones.
@@ -838,6 +840,7 @@ pub fn ref_stats(events: &[Value]) -> RefStats {
         step: u64,
         time: i64,
         answered: bool,
+        closed: bool,
     }
     let mut s = RefStats::default();
     let mut turn_start: Option<i64> = None;
@@ -860,6 +863,20 @@ pub fn ref_stats(events: &[Value]) -> RefStats {
                     .or_default() += 1;
                 if let Some(start) = turn_start.take() {
                     s.turn_durations.push(time - start);
+                }
+                for c in calls.iter_mut().filter(|c| !c.answered && !c.closed) {
+                    c.closed = true;
+                    s.unanswered += 1;
+                }
+            }
+            "step/end" => {
+                let step = d["step"].as_u64().unwrap();
+                for c in calls
+                    .iter_mut()
+                    .filter(|c| !c.answered && !c.closed && c.step == step)
+                {
+                    c.closed = true;
+                    s.unanswered += 1;
                 }
             }
             "step/start" => s.steps += 1,
@@ -890,6 +907,7 @@ pub fn ref_stats(events: &[Value]) -> RefStats {
                     step: d["step"].as_u64().unwrap(),
                     time,
                     answered: false,
+                    closed: false,
                 });
             }
             "tool/result" => {
@@ -911,6 +929,11 @@ pub fn ref_stats(events: &[Value]) -> RefStats {
                 };
                 if let Some(i) = found.filter(|&i| !calls[i].answered) {
                     calls[i].answered = true;
+                    // A late answer (in a later step) takes a closed call off the count.
+                    if calls[i].closed {
+                        calls[i].closed = false;
+                        s.unanswered -= 1;
+                    }
                     let c = &calls[i];
                     s.tools
                         .entry(c.name.clone())
@@ -952,6 +975,7 @@ pub fn ref_merge(all: &[RefStats]) -> RefStats {
             e.latencies.extend(&t.latencies);
         }
         m.turn_durations.extend(&s.turn_durations);
+        m.unanswered += s.unanswered;
     }
     for t in m.tools.values_mut() {
         t.latencies.sort();
@@ -984,10 +1008,13 @@ pub fn ref_json(s: &RefStats, bytes: u64) -> Value {
         "byType": s.by_type,
         "turns": s.turns,
         "endReasons": s.end_reasons,
+        "turnDurationMs": {"median": median(&s.turn_durations),
+            "max": s.turn_durations.last()},
         "steps": s.steps,
         "tokens": {"input": s.tokens[0], "output": s.tokens[1], "cacheRead": s.tokens[2],
             "cacheWrite": s.tokens[3], "reasoning": s.tokens[4]},
         "tools": tools,
+        "unansweredCalls": s.unanswered,
         "bytes": bytes,
     })
 }
