@@ -2,12 +2,16 @@
 //! sourceEventSeqs and by name, empty assistant messages, noise events, replaces anywhere on the
 //! surface), the incremental projector after each event equals a simple reference model, every
 //! snapshot it handed out is unchanged at the end and equals a from-scratch derive of that
-//! prefix, and the open calls are the model's.
+//! prefix, the open calls are the model's, and at every step start both provider renderings
+//! are valid requests.
 
 mod project_common;
 
 use agentlog::event::{Block, Event, EventData, Map};
-use agentlog::project::{derive, derive_at, Message, Messages, Projector, Role};
+use agentlog::project::{
+    derive, derive_at, render_anthropic, render_openai, Message, Messages, Projector, Role,
+};
+use project_common::provider_schema::{check_anthropic, check_openai};
 use project_common::{assistant_data, q, replace_op, user_data, Log};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -350,6 +354,18 @@ proptest! {
             prop_assert_eq!(snapshot, &fresh, "prefix {}", n + 1);
             prop_assert_eq!(snapshot, &Messages::from(session.expected[n].clone()));
             prop_assert_eq!(&derive_at(events, n as u64 + 1).unwrap(), &fresh);
+        }
+
+        // At every point a model is called (a step starts) both renderings are requests the
+        // providers accept (typed request shapes and tool-call pairing, issue 15).
+        for (n, event) in events.iter().enumerate() {
+            if matches!(event.data, EventData::StepStart(_)) {
+                let at = &snapshots[n];
+                let openai = render_openai(at);
+                let anthropic = render_anthropic(at);
+                prop_assert!(check_openai(&openai).is_ok(), "{:?}", check_openai(&openai));
+                prop_assert!(check_anthropic(&anthropic).is_ok(), "{:?} {}", check_anthropic(&anthropic), at);
+            }
         }
 
         let open: Vec<u64> = projector.unanswered_calls().map(|c| c.seq).collect();

@@ -472,3 +472,205 @@ fn snapshots_never_change() {
     assert!(now.ptr_eq(&p.messages()));
     assert_eq!(derive(&log.events).unwrap(), now);
 }
+
+// ------------------------------------------------ provider renderings (issue 15, first part)
+
+use agentlog::event::{EventType, Value};
+use agentlog::project::{check_rendered, render_anthropic, render_openai, Format, OUTCOME_UNKNOWN};
+use project_common::provider_schema::{check_anthropic, check_openai};
+
+/// Both renderings of `messages` pass the providers' request shapes and tool-call rules.
+fn assert_accepted(what: &str, messages: &Messages) {
+    check_openai(&render_openai(messages)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    check_anthropic(&render_anthropic(messages)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let rendered = agentlog::project::render(format, messages);
+        assert_eq!(
+            check_rendered(format, messages, &rendered),
+            Ok(()),
+            "{what}"
+        );
+    }
+}
+
+/// Every example session, at every point a model is called (each `step/start`) and at its
+/// end, renders to requests both providers accept (typed request structs with
+/// `deny_unknown_fields`, and their tool-call pairing rules).
+#[test]
+fn renderings_of_the_examples_are_valid_provider_requests() {
+    for (name, events, _) in project_common::examples() {
+        let mut projector = Projector::new();
+        for event in &events {
+            if event.data.event_type() == Some(EventType::StepStart) {
+                assert_accepted(
+                    &format!("{name} at seq {}", event.seq),
+                    &projector.messages(),
+                );
+            }
+            projector.apply(event).unwrap();
+        }
+        assert_accepted(&name, &projector.messages());
+    }
+}
+
+/// Calls c1 and c2, a result for c1 only, then `step/end` and `turn/end`: the renderings had a
+/// `tool_calls` entry (a `tool_use`) for c2 with no result, which both providers refuse. The
+/// call now gets the synthetic error result of EVENTS.md §7 in every rendering; the neutral
+/// projection stays as recorded; while the step is open nothing is added.
+#[test]
+fn a_call_left_unanswered_in_a_closed_step_gets_the_synthetic_result() {
+    let mut log = Log::new();
+    log.turn_start(1);
+    log.user("go");
+    log.step_start(1, 1);
+    log.assistant(
+        1,
+        1,
+        r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}},{"type":"tool_use","id":"c2","name":"ls","input":{}}]"#,
+    );
+    log.tool_call(1, 1, "c1", "ls");
+    log.tool_call(1, 1, "c2", "ls");
+    log.result(1, 1, "ls", Some("c1"), None);
+    let open = derive(&log.events).unwrap();
+    assert_eq!(
+        render_openai(&open)
+            .to_string()
+            .matches("tool_call_id")
+            .count(),
+        1
+    );
+    log.step_end(1, 1);
+    log.add(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let closed = derive(&log.events).unwrap();
+    assert_eq!(
+        closed.to_value(),
+        open.to_value(),
+        "the neutral projection is as recorded"
+    );
+    assert_eq!(
+        closed.closed_unanswered().collect::<Vec<_>>(),
+        vec![(5, "c2")]
+    );
+    let openai = render_openai(&closed);
+    let tool_messages: Vec<&Value> = openai
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    assert_eq!(tool_messages.len(), 2);
+    assert!(tool_messages.iter().any(|m| {
+        m.get("tool_call_id").and_then(Value::as_str) == Some("c2")
+            && m.get("content").and_then(Value::as_str) == Some(OUTCOME_UNKNOWN)
+    }));
+    let anthropic = render_anthropic(&closed).to_string();
+    assert!(anthropic.contains(&format!(
+        r#"{{"type":"tool_result","tool_use_id":"c2","content":"{OUTCOME_UNKNOWN}","is_error":true}}"#
+    )));
+    assert_accepted("closed step", &closed);
+    // A result that comes after all (a late answer) replaces the synthetic one.
+    let mut projector = project(&log);
+    let late = log.make_result(1, 1, "ls", Some("c2"), None);
+    projector.apply(&late).unwrap();
+    assert_eq!(projector.messages().closed_unanswered().count(), 0);
+}
+
+/// Anthropic refuses a `thinking` block without a `signature`: such reasoning is left out (a
+/// message left empty by it is dropped and its neighbours merged); signed reasoning is kept. A
+/// non-object tool `input` (the API wants an object) is wrapped as `{"input": value}`.
+#[test]
+fn anthropic_thinking_without_signature_and_non_object_inputs() {
+    let mut log = Log::new();
+    log.turn_start(1);
+    log.user("go");
+    log.step_start(1, 1);
+    log.assistant(1, 1, r#"[{"type":"reasoning","text":"unsigned"}]"#);
+    log.step_end(1, 1);
+    log.step_start(1, 2);
+    log.assistant(
+        1,
+        2,
+        r#"[{"type":"reasoning","text":"signed","signature":"sig"},{"type":"tool_use","id":"c1","name":"echo","input":"text"}]"#,
+    );
+    log.tool_call(1, 2, "c1", "echo");
+    log.result(1, 2, "echo", Some("c1"), None);
+    let messages = derive(&log.events).unwrap();
+    let anthropic = render_anthropic(&messages).to_string();
+    assert!(!anthropic.contains("unsigned"), "{anthropic}");
+    assert!(
+        anthropic.contains(r#"{"type":"thinking","thinking":"signed","signature":"sig"}"#),
+        "{anthropic}"
+    );
+    assert!(
+        anthropic.contains(r#""input":{"input":"text"}"#),
+        "{anthropic}"
+    );
+    assert_accepted("thinking", &messages);
+}
+
+/// OpenAI has no Anthropic-style `image` part: in a user message one with a base64 or url
+/// source becomes an `image_url`; any other unknown block is described in a text part (a user
+/// message passed it verbatim, and the API refused the request).
+#[test]
+fn openai_converts_or_describes_unknown_blocks() {
+    let mut log = Log::new();
+    log.add(
+        "user/message",
+        r#"{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA"}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}},{"type":"hologram","data":1}]}"#,
+        "",
+    );
+    let messages = derive(&log.events).unwrap();
+    let rendered = render_openai(&messages);
+    let openai = rendered.to_string();
+    assert_eq!(
+        openai,
+        r#"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAA"}},{"type":"image_url","image_url":{"url":"https://x/y.png"}},{"type":"text","text":"[hologram block left out: no OpenAI equivalent here]"}]}]"#
+    );
+    check_openai(&rendered).unwrap();
+}
+
+/// The unanswered call of a closed step was invisible: `status` showed nothing unanswered and
+/// `stats` nothing either. The lifecycle now lists it (`status` names it, `verify` notes it)
+/// and `stats` counts it.
+#[test]
+fn lifecycle_and_stats_report_calls_closed_without_a_result() {
+    use agentlog::event::parse_draft_line;
+    use agentlog::session::{Session, SessionMeta, SessionOptions, SessionReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let session =
+        Session::create(&path, SessionMeta::new("s", 0), SessionOptions::default()).unwrap();
+    for line in [
+        r#"{"type":"turn/start","data":{"turn":1}}"#,
+        r#"{"type":"step/start","data":{"turn":1,"step":1}}"#,
+        r#"{"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1","name":"ls","arguments":"{}"}}"#,
+        r#"{"type":"tool/call","data":{"turn":1,"step":1,"callId":"c2","name":"ls","arguments":"{}"}}"#,
+        r#"{"type":"tool/result","data":{"turn":1,"step":1,"callId":"c1","message":{"role":"tool","toolName":"ls","content":"a","isError":false}}}"#,
+        r#"{"type":"step/end","data":{"turn":1,"step":1}}"#,
+    ] {
+        session
+            .append_draft(parse_draft_line(line).unwrap())
+            .unwrap();
+    }
+    let reader = SessionReader::open(&path).unwrap();
+    let closed = reader.lifecycle().unwrap().closed_unanswered();
+    assert_eq!(
+        closed
+            .iter()
+            .map(|c| (c.call_id.as_str(), c.seq))
+            .collect::<Vec<_>>(),
+        vec![("c2", 3)]
+    );
+    assert_eq!(reader.stats().unwrap().unanswered_calls, 1);
+    assert!(reader
+        .stats()
+        .unwrap()
+        .to_json()
+        .to_string()
+        .contains(r#""unansweredCalls":1"#));
+    session.close().unwrap();
+}

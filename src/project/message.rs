@@ -131,8 +131,17 @@ pub(crate) fn block_value(block: &Block) -> Value {
 /// goes on appending never changes a `Messages` it handed out. Equality compares the messages
 /// (`source_seq` included); [`check_request`](super::check_request) compares role and content
 /// only.
+///
+/// It also knows the `callId`s of the tool calls whose step ended without a result
+/// ([`Messages::closed_unanswered`]): the renderings give those the synthetic error result of
+/// EVENTS.md §7; the neutral projection shows them as recorded.
 #[derive(Clone, Default)]
-pub struct Messages(pub(crate) imbl::Vector<Arc<Message>>);
+pub struct Messages(
+    pub(crate) imbl::Vector<Arc<Message>>,
+    pub(crate) imbl::OrdMap<u64, Arc<str>>,
+    /// The calls unanswered in a step still open (in flight): seq → callId.
+    pub(crate) imbl::OrdMap<u64, Arc<str>>,
+);
 
 impl Messages {
     /// An empty history.
@@ -168,6 +177,18 @@ impl Messages {
     /// A copy of the messages as a plain vector (O(n), clones every message).
     pub fn to_vec(&self) -> Vec<Message> {
         self.iter().cloned().collect()
+    }
+
+    /// The tool calls whose step (or turn) ended without a result: `(seq of the tool/call,
+    /// callId)`, in seq order. Empty for a history built by hand.
+    pub fn closed_unanswered(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
+        self.1.iter().map(|(seq, id)| (*seq, &**id))
+    }
+
+    /// The tool calls without a result in a step still open (their tools may be running):
+    /// `(seq of the tool/call, callId)`, in seq order. Empty for a history built by hand.
+    pub fn in_flight(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
+        self.2.iter().map(|(seq, id)| (*seq, &**id))
     }
 
     /// True when both share the same storage (then they are equal). O(1).
@@ -224,7 +245,11 @@ impl Eq for Messages {}
 
 impl FromIterator<Message> for Messages {
     fn from_iter<I: IntoIterator<Item = Message>>(iter: I) -> Self {
-        Self(iter.into_iter().map(Arc::new).collect())
+        Self(
+            iter.into_iter().map(Arc::new).collect(),
+            imbl::OrdMap::new(),
+            imbl::OrdMap::new(),
+        )
     }
 }
 

@@ -101,4 +101,6 @@ pub use check::{check_rendered, check_request, Divergence};
 pub use error::{ProjectError, RangeEnd};
 pub use message::{Iter, Message, Messages, Role};
 pub use projector::{derive, derive_at, Projector, ToolCallInfo};
-pub use render::{render, render_anthropic, render_openai, Format, UnknownFormat};
+pub use render::{
+    render, render_anthropic, render_openai, Format, UnknownFormat, HISTORY_START, OUTCOME_UNKNOWN,
+};

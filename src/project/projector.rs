@@ -61,6 +61,8 @@ pub struct Projector {
     answered: imbl::OrdMap<u64, Arc<ToolCallInfo>>,
     /// The seq of the last event applied.
     last_seq: Option<u64>,
+    /// The calls whose step or turn ended while they were unanswered: seq → callId.
+    closed_unanswered: imbl::OrdMap<u64, Arc<str>>,
 }
 
 /// What applying an event would do, worked out without changing anything.
@@ -69,6 +71,8 @@ enum Plan<'e> {
     Skip,
     /// A `tool/call` to track.
     Call(&'e ToolCall),
+    /// A `step/end` (with its step) or `turn/end` (without): its unanswered calls are closed.
+    End { turn: u64, step: Option<u64> },
     /// A surface node to place.
     Node {
         /// The message's role and content.
@@ -120,6 +124,14 @@ impl Projector {
         match plan {
             Plan::Skip => {}
             Plan::Call(call) => self.track_call(event.seq, call),
+            Plan::End { turn, step } => {
+                for call in self.open.values() {
+                    if call.turn == turn && step.is_none_or(|s| s == call.step) {
+                        self.closed_unanswered
+                            .insert(call.seq, Arc::from(call.call_id.as_str()));
+                    }
+                }
+            }
             Plan::Node { message, place } => {
                 let (message, answers) = match message {
                     Pending::Blocks(role, content) => (
@@ -146,9 +158,20 @@ impl Projector {
         Ok(())
     }
 
-    /// The current history: an immutable snapshot, O(1) (shares the persistent vector).
+    /// The current history: an immutable snapshot (shares the persistent vector and the map of
+    /// closed calls; only the calls in flight, a handful, are copied).
     pub fn messages(&self) -> Messages {
-        Messages(self.surface.clone())
+        let in_flight = self
+            .open
+            .values()
+            .filter(|c| !self.closed_unanswered.contains_key(&c.seq))
+            .map(|c| (c.seq, Arc::from(c.call_id.as_str())))
+            .collect();
+        Messages(
+            self.surface.clone(),
+            self.closed_unanswered.clone(),
+            in_flight,
+        )
     }
 
     /// The number of messages in the current history.
@@ -252,6 +275,18 @@ impl Projector {
         }
         let message = match &event.data {
             EventData::ToolCall(call) => return Ok(Plan::Call(call)),
+            EventData::StepEnd(end) => {
+                return Ok(Plan::End {
+                    turn: end.turn,
+                    step: Some(end.step),
+                })
+            }
+            EventData::TurnEnd(end) => {
+                return Ok(Plan::End {
+                    turn: end.turn,
+                    step: None,
+                })
+            }
             EventData::UserMessage(m) => Pending::Blocks(Role::User, &m.content),
             EventData::SystemMessage(m) => Pending::Blocks(Role::System, &m.content),
             EventData::AssistantMessage(m) if m.message.content.is_empty() => {
@@ -438,6 +473,7 @@ impl Projector {
         let Some(mut call) = self.open.remove(&call_seq) else {
             return;
         };
+        self.closed_unanswered.remove(&call_seq);
         if let Some(ids) = self.open_by_id.get_mut(&call.turn) {
             if let Some(seqs) = ids.get_mut(call.call_id.as_str()) {
                 seqs.remove(&call_seq);

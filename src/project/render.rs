@@ -4,6 +4,7 @@
 //! providers' shapes and the neutral model differ is written on [`render_openai`] and
 //! [`render_anthropic`].
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -99,19 +100,36 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 /// - A tool message's content is a string: the text of a string result, or the texts of its
 ///   text blocks joined with `"\n"` (reasoning blocks dropped). A result holding other blocks is
 ///   an array of parts instead, so nothing is lost.
-/// - Unknown blocks ([`Block::Other`]) pass through unchanged, as parts; so do blocks with no
-///   OpenAI form where they stand (a `tool_use` in a user message, say), in their neutral form.
-///   Unknown members of known blocks are left out (OpenAI refuses unknown part members).
+/// - Unknown blocks ([`Block::Other`]): in a user message an OpenAI part (`image_url`,
+///   `input_audio`, `file`) is kept and an Anthropic-style `image` with a `base64` or `url`
+///   source becomes an `image_url` (a `data:` URL for base64); any other block with no OpenAI
+///   part where it stands (anywhere in system, assistant and tool content; a `tool_use` in a
+///   user message, say) is described in a text part. Unknown members of known blocks are left
+///   out (OpenAI refuses unknown part members).
+/// - Every `tool_calls` entry is answered: a call whose step or turn ended without a result
+///   (and a tool use some message follows whose result is not in the history, replaced away,
+///   say) gets a synthetic `tool` message right after the assistant message, content
+///   [`OUTCOME_UNKNOWN`] (EVENTS.md §7). Calls still running in an open step are left as they
+///   are. A tool result that answers no `tool_calls` entry just before it becomes user text,
+///   `[result of tool call ID (NAME): TEXT]`.
 pub fn render_openai(messages: &Messages) -> Value {
+    let synthetic = synthetic_results(messages, true);
+    let orphans = orphan_results(messages, true);
     let mut out = Vec::with_capacity(messages.len());
-    for message in messages {
+    for (index, message) in messages.iter().enumerate() {
         match message.role {
-            Role::System => out.push(chat_message("system", openai_content(&message.content))),
+            Role::System => out.push(chat_message(
+                "system",
+                openai_content(&message.content, Context::Text),
+            )),
             Role::User => {
                 let mut rest = Vec::new();
                 let mut tool_results = 0;
-                for block in &message.content {
+                for (b, block) in message.content.iter().enumerate() {
                     match block {
+                        Block::ToolResult { .. } if orphans.contains(&(index, b)) => {
+                            rest.push(orphan_text(block));
+                        }
                         Block::ToolResult {
                             tool_use_id,
                             content,
@@ -131,13 +149,178 @@ pub fn render_openai(messages: &Messages) -> Value {
                     }
                 }
                 if tool_results == 0 || !rest.is_empty() {
-                    out.push(chat_message("user", openai_content(&rest)));
+                    out.push(chat_message("user", openai_content(&rest, Context::User)));
                 }
             }
-            Role::Assistant => out.push(openai_assistant(message)),
+            Role::Assistant => {
+                out.push(openai_assistant(message));
+                for id in synthetic.get(&index).into_iter().flatten() {
+                    out.push(object(
+                        vec![
+                            ("role", "tool".into()),
+                            ("tool_call_id", id.as_str().into()),
+                            ("content", OUTCOME_UNKNOWN.into()),
+                        ],
+                        None,
+                    ));
+                }
+            }
         }
     }
     Value::Array(out)
+}
+
+/// The `tool_result` blocks (message index, block index) that answer no `tool_use` of the
+/// assistant message right before (the last assistant message, with only user messages, and
+/// for Anthropic system messages, between), or answer one a second time: a `tool_use` replaced
+/// away, say. Providers refuse such a result; the renderings show it as text
+/// ([`orphan_text`]).
+fn orphan_results(messages: &Messages, system_separates: bool) -> HashSet<(usize, usize)> {
+    let mut out = HashSet::new();
+    let mut open: Vec<&str> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m.role {
+            Role::Assistant => {
+                open = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::ToolUse { id, .. } => Some(id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            Role::System if system_separates => open.clear(),
+            Role::System => {}
+            Role::User => {
+                for (b, block) in m.content.iter().enumerate() {
+                    if let Block::ToolResult { tool_use_id, .. } = block {
+                        match open.iter().position(|id| *id == tool_use_id.as_str()) {
+                            Some(at) => {
+                                open.remove(at);
+                            }
+                            None => {
+                                out.insert((i, b));
+                            }
+                        }
+                    }
+                }
+                if m.content
+                    .iter()
+                    .any(|b| !matches!(b, Block::ToolResult { .. }))
+                {
+                    open.clear();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A tool result that answers no tool use in the history, as a text block:
+/// `[result of tool call ID (NAME), an error: TEXT]`.
+fn orphan_text(block: &Block) -> Block {
+    let Block::ToolResult {
+        tool_use_id,
+        tool_name,
+        content,
+        is_error,
+        ..
+    } = block
+    else {
+        return block.clone();
+    };
+    let text = match content {
+        ToolContent::Text(t) => t.clone(),
+        ToolContent::Blocks(blocks) => blocks
+            .iter()
+            .map(|b| match b {
+                Block::Text { text, .. } => text.clone(),
+                other => block_value(other).to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    Block::text(format!(
+        "[result of tool call {tool_use_id} ({tool_name}){}: {text}]",
+        if *is_error { ", an error" } else { "" }
+    ))
+}
+
+/// The text of the user message an Anthropic rendering starts with when the history starts with
+/// an assistant message (the API wants a user message first).
+pub const HISTORY_START: &str = "(the conversation starts with the assistant's message below)";
+
+/// The content of the synthetic result a rendering gives a tool call whose step ended without
+/// one (EVENTS.md §7), an error.
+pub const OUTCOME_UNKNOWN: &str =
+    "TOOL_OUTCOME_UNKNOWN: the history holds no result for this tool call (its step ended without one)";
+
+/// For each assistant message (by index): the ids of its `tool_use` blocks that get the
+/// synthetic result: no `tool_result` for them follows before the conversation goes on (the
+/// next assistant message, or a user message holding more than tool results, or for OpenAI a
+/// system message), and their call is not in flight ([`Messages::in_flight`]: made after the
+/// message, unanswered, in a step still open, its tool perhaps running). So a call whose step
+/// ended without a result ([`Messages::closed_unanswered`]) gets one, and so does a tool use
+/// that some message follows and whose result was replaced away or that has no `tool/call`.
+/// (A tool use in the last message without a `tool/call` is left as it is: its calls may not
+/// be logged yet.)
+fn synthetic_results(messages: &Messages, system_separates: bool) -> HashMap<usize, Vec<String>> {
+    let list: Vec<&Message> = messages.iter().collect();
+    let in_flight: Vec<(u64, &str)> = messages.in_flight().collect();
+    let closed_calls: Vec<(u64, &str)> = messages.closed_unanswered().collect();
+    let mut out = HashMap::new();
+    for (i, m) in list.iter().enumerate() {
+        if m.role != Role::Assistant {
+            continue;
+        }
+        let mut answered = HashSet::new();
+        for later in &list[i + 1..] {
+            let mut moved_on = false;
+            match later.role {
+                Role::Assistant => moved_on = true,
+                Role::User => {
+                    for b in &later.content {
+                        match b {
+                            Block::ToolResult { tool_use_id, .. } => {
+                                answered.insert(tool_use_id.as_str());
+                            }
+                            _ => moved_on = true,
+                        }
+                    }
+                }
+                // An OpenAI system message ends the run of tool messages; Anthropic lifts
+                // system messages out of the conversation.
+                Role::System => moved_on = system_separates,
+            }
+            if moved_on {
+                break;
+            }
+        }
+        let mut ids: Vec<String> = Vec::new();
+        for b in &m.content {
+            if let Block::ToolUse { id, .. } = b {
+                let flying = in_flight
+                    .iter()
+                    .any(|&(seq, c)| c == id.as_str() && seq > m.source_seq);
+                let closed = closed_calls
+                    .iter()
+                    .any(|&(seq, c)| c == id.as_str() && seq > m.source_seq);
+                let followed = i + 1 < list.len();
+                if !answered.contains(id.as_str())
+                    && !flying
+                    && (closed || followed)
+                    && !ids.contains(id)
+                {
+                    ids.push(id.clone());
+                }
+            }
+        }
+        if !ids.is_empty() {
+            out.insert(i, ids);
+        }
+    }
+    out
 }
 
 fn chat_message(role: &str, content: Value) -> Value {
@@ -171,7 +354,7 @@ fn openai_assistant(message: &Message) -> Value {
             other => rest.push(other.clone()),
         }
     }
-    let parts = openai_parts(&rest);
+    let parts = openai_parts(&rest, Context::Text);
     let content = match (parts.is_empty(), calls.is_empty()) {
         (true, false) => Value::Null,
         _ => content_value(parts),
@@ -183,17 +366,80 @@ fn openai_assistant(message: &Message) -> Value {
     object(members, None)
 }
 
-/// The parts of OpenAI content: text parts, reasoning dropped, everything else as it is.
-fn openai_parts(blocks: &[Block]) -> Vec<Value> {
+/// Where OpenAI content stands: a user message (text, `image_url`, `input_audio` and `file`
+/// parts) or anywhere else (system, assistant, tool: text parts only).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    User,
+    Text,
+}
+
+/// The parts of OpenAI content: text parts, reasoning dropped; in a user message an OpenAI
+/// part (`image_url`, `input_audio`, `file`) is kept and an Anthropic-style `image` (base64 or
+/// url source) becomes an `image_url`; any other block is described in a text part.
+fn openai_parts(blocks: &[Block], context: Context) -> Vec<Value> {
     blocks
         .iter()
         .filter_map(|block| match block {
             Block::Text { text, .. } => Some(text_part(text)),
             Block::Reasoning { .. } => None,
-            Block::Other(map) => Some(Value::Object(map.clone())),
-            other => Some(block_value(other)),
+            Block::Other(map) => Some(openai_other(map, context)),
+            other => Some(text_part(&format!(
+                "[{} block: {}]",
+                block_type(other),
+                block_value(other)
+            ))),
         })
         .collect()
+}
+
+fn block_type(block: &Block) -> String {
+    block_value(block)
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+/// An unknown block in OpenAI content: converted when OpenAI has its equivalent, else described.
+fn openai_other(map: &Map, context: Context) -> Value {
+    let value = Value::Object(map.clone());
+    let kind = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    if context == Context::User {
+        match kind {
+            "image_url" | "input_audio" | "file" => return value,
+            "image" => {
+                let source = value.get("source");
+                let field = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
+                let url = match field("type") {
+                    Some("base64") => field("data").map(|data| {
+                        format!(
+                            "data:{};base64,{data}",
+                            field("media_type").unwrap_or("application/octet-stream")
+                        )
+                    }),
+                    Some("url") => field("url").map(str::to_owned),
+                    _ => None,
+                };
+                if let Some(url) = url {
+                    return object(
+                        vec![
+                            ("type", "image_url".into()),
+                            ("image_url", object(vec![("url", url.into())], None)),
+                        ],
+                        None,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    text_part(&format!(
+        "[{kind} block left out: no OpenAI equivalent here]"
+    ))
 }
 
 fn text_part(text: &str) -> Value {
@@ -215,8 +461,8 @@ fn content_value(parts: Vec<Value>) -> Value {
     Value::Array(parts)
 }
 
-fn openai_content(blocks: &[Block]) -> Value {
-    content_value(openai_parts(blocks))
+fn openai_content(blocks: &[Block], context: Context) -> Value {
+    content_value(openai_parts(blocks, context))
 }
 
 fn openai_tool_content(content: &ToolContent) -> Value {
@@ -236,7 +482,7 @@ fn openai_tool_content(content: &ToolContent) -> Value {
                     .collect();
                 Value::String(texts.join("\n"))
             } else {
-                Value::Array(openai_parts(blocks))
+                Value::Array(openai_parts(blocks, Context::Text))
             }
         }
     }
@@ -260,27 +506,86 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 /// - Unknown members of known blocks are kept after the rendered ones (a reasoning block's
 ///   `signature`, a `cache_control`), unless they would collide with one; unknown blocks
 ///   ([`Block::Other`]) pass through unchanged.
+/// - The API's rules: a reasoning block without a string `signature` is left out (the API
+///   refuses unsigned `thinking`), and a message left with no block is dropped (its neighbours
+///   merged); a `tool_use` `input` that is not an object is wrapped as `{"input": value}`; a
+///   history whose first message is the assistant's starts with a user message holding
+///   [`HISTORY_START`]; a call whose step ended without a result gets a synthetic `tool_result`
+///   (`is_error: true`, content [`OUTCOME_UNKNOWN`]) first in the next user message, and a
+///   result that answers no `tool_use` of the assistant message before it becomes a text block,
+///   as for OpenAI.
 pub fn render_anthropic(messages: &Messages) -> Value {
+    let synthetic = synthetic_results(messages, false);
+    let orphans = orphan_results(messages, false);
     let mut system = Vec::new();
-    let mut turns: Vec<(Role, Vec<Value>, Vec<Value>)> = Vec::new();
-    for message in messages {
+    // (role, tool results, the rest) per message, then merged by role.
+    let mut rendered: Vec<(Role, Vec<Value>, Vec<Value>)> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
         if message.role == Role::System {
-            system.extend(message.content.iter().map(anthropic_block));
+            system.extend(message.content.iter().filter_map(anthropic_block));
             continue;
         }
-        if turns.last().is_none_or(|(role, ..)| *role != message.role) {
-            turns.push((message.role, Vec::new(), Vec::new()));
-        }
-        if let Some((role, results, rest)) = turns.last_mut() {
-            for block in &message.content {
-                let rendered = anthropic_block(block);
-                if *role == Role::User && matches!(block, Block::ToolResult { .. }) {
-                    results.push(rendered);
-                } else {
-                    rest.push(rendered);
-                }
+        let (mut results, mut rest) = (Vec::new(), Vec::new());
+        for (b, block) in message.content.iter().enumerate() {
+            let orphan;
+            let block = if orphans.contains(&(index, b)) {
+                orphan = orphan_text(block);
+                &orphan
+            } else {
+                block
+            };
+            let Some(value) = anthropic_block(block) else {
+                continue;
+            };
+            if message.role == Role::User && matches!(block, Block::ToolResult { .. }) {
+                results.push(value);
+            } else {
+                rest.push(value);
             }
         }
+        rendered.push((message.role, results, rest));
+        if let Some(ids) = synthetic.get(&index) {
+            let results = ids
+                .iter()
+                .map(|id| {
+                    object(
+                        vec![
+                            ("type", "tool_result".into()),
+                            ("tool_use_id", id.as_str().into()),
+                            ("content", OUTCOME_UNKNOWN.into()),
+                            ("is_error", Value::Bool(true)),
+                        ],
+                        None,
+                    )
+                })
+                .collect();
+            rendered.push((Role::User, results, Vec::new()));
+        }
+    }
+    let mut turns: Vec<(Role, Vec<Value>, Vec<Value>)> = Vec::new();
+    for (role, results, rest) in rendered {
+        if results.is_empty() && rest.is_empty() {
+            // Nothing the API accepts is left (a message of unsigned thinking only).
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, r, o)) if *last == role => {
+                r.extend(results);
+                o.extend(rest);
+            }
+            _ => turns.push((role, results, rest)),
+        }
+    }
+    if turns
+        .first()
+        .is_some_and(|(role, ..)| *role == Role::Assistant)
+    {
+        // Anthropic refuses a conversation that does not start with a user message.
+        let start = object(
+            vec![("type", "text".into()), ("text", HISTORY_START.into())],
+            None,
+        );
+        turns.insert(0, (Role::User, Vec::new(), vec![start]));
     }
     let messages = turns
         .into_iter()
@@ -303,12 +608,19 @@ pub fn render_anthropic(messages: &Messages) -> Value {
     object(members, None)
 }
 
-fn anthropic_block(block: &Block) -> Value {
-    match block {
+/// A block as Anthropic takes it, or `None` for a block the API refuses and that is left out
+/// (a reasoning block without a string `signature`).
+fn anthropic_block(block: &Block) -> Option<Value> {
+    Some(match block {
         Block::Text { text, extra } => object(
             vec![("type", "text".into()), ("text", text.as_str().into())],
             Some(extra),
         ),
+        Block::Reasoning { extra, .. }
+            if extra.get("signature").and_then(Value::as_str).is_none() =>
+        {
+            return None
+        }
         Block::Reasoning { text, extra } => object(
             vec![
                 ("type", "thinking".into()),
@@ -326,7 +638,13 @@ fn anthropic_block(block: &Block) -> Value {
                 ("type", "tool_use".into()),
                 ("id", id.as_str().into()),
                 ("name", name.as_str().into()),
-                ("input", input.clone()),
+                (
+                    "input",
+                    match input {
+                        Value::Object(_) => input.clone(),
+                        other => object(vec![("input", other.clone())], None),
+                    },
+                ),
             ],
             Some(extra),
         ),
@@ -345,7 +663,7 @@ fn anthropic_block(block: &Block) -> Value {
                     match content {
                         ToolContent::Text(text) => text.as_str().into(),
                         ToolContent::Blocks(blocks) => {
-                            Value::Array(blocks.iter().map(anthropic_block).collect())
+                            Value::Array(blocks.iter().filter_map(anthropic_block).collect())
                         }
                     },
                 ),
@@ -354,7 +672,7 @@ fn anthropic_block(block: &Block) -> Value {
             Some(extra),
         ),
         Block::Other(map) => Value::Object(map.clone()),
-    }
+    })
 }
 
 /// An object of `members` (distinct names), then the members of `extra` whose names are not

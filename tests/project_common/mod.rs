@@ -217,3 +217,4 @@ pub fn assistant_data(turn: u64, step: u64, content: &str) -> String {
 pub fn replace_op(start: u64, end: u64) -> String {
     format!(r#","surfaceOp":{{"op":"replace","startSeq":{start},"endSeq":{end}}}"#)
 }
+pub mod provider_schema;
