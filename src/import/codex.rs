@@ -1,0 +1,476 @@
+//! OpenAI Codex CLI rollouts (`rollout-*.jsonl`), every generation: the pre-envelope files (a
+//! meta line, then bare response items and `record_type` lines) and the `{timestamp, type,
+//! payload}` lines of later versions (with or without `ordinal`).
+//!
+//! The conversation is taken from the `response_item`s; `event_msg` lines give the turn
+//! boundaries (`task_started`, `task_complete`, `turn_aborted`), errors and token usage, and their
+//! mirrors of the conversation (`user_message`, `agent_message`, `agent_reasoning`, …) are kept
+//! as `import/line` events, never counted twice. `docs/import.md` has the mapping.
+
+use crate::error::Result;
+use crate::event::Value;
+
+use super::{get, get_str, js, parse_time, text_block, Builder, SrcLine};
+
+/// Text markers of user-role messages Codex injects (context, not typed prompts).
+const INJECTED: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "# Context from my IDE setup",
+    "<permissions instructions>",
+    "<skills_instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<collaboration_mode>",
+];
+
+/// Cumulative token totals of a `token_count`.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Totals {
+    input: u64,
+    cached: u64,
+    output: u64,
+    reasoning: u64,
+}
+
+impl Totals {
+    /// As saved for the next run: `[input, cached, output, reasoning]`.
+    fn to_value(self) -> Value {
+        Value::Array(vec![
+            self.input.into(),
+            self.cached.into(),
+            self.output.into(),
+            self.reasoning.into(),
+        ])
+    }
+
+    fn from_saved(v: Option<&Value>) -> Totals {
+        let n = |i: usize| {
+            v.and_then(Value::as_array)
+                .and_then(|a| a.get(i))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        Totals {
+            input: n(0),
+            cached: n(1),
+            output: n(2),
+            reasoning: n(3),
+        }
+    }
+
+    fn from(v: &Value) -> Option<Totals> {
+        let n = |k: &str| get(v, k).and_then(Value::as_u64).unwrap_or(0);
+        Some(Totals {
+            input: get(v, "input_tokens")?.as_u64()?,
+            cached: n("cached_input_tokens"),
+            output: n("output_tokens"),
+            reasoning: n("reasoning_output_tokens"),
+        })
+    }
+}
+
+/// What a step's model output collects until it is written as one `assistant/message`.
+#[derive(Default)]
+struct Pending {
+    blocks: Vec<String>,
+    calls: Vec<(String, String, String)>,
+    held: Vec<(u64, crate::event::Value)>,
+    items: usize,
+    /// The time of the first item (the message is written when the step's output is complete).
+    time: i64,
+}
+
+struct State {
+    pending: Pending,
+    /// A tool output came since the last model output: the next output is a new request.
+    after_output: bool,
+    turn_has_prompt: bool,
+    saw_task_events: bool,
+    model: Option<String>,
+    effort: Option<String>,
+    latest: Totals,
+    counted: Totals,
+    /// The texts of the `event_msg` `user_message` mirrors: a user message whose text is one of
+    /// them is a typed prompt (files without mirrors fall back to the injected-text markers).
+    prompts: std::collections::HashSet<String>,
+}
+
+/// Builds the events of a rollout's lines.
+pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
+    // What an earlier run of this file ended with: the cumulative token totals counted, the
+    // model, whether the open turn had its prompt.
+    let saved = b.resume_in.take();
+    let r = |k: &str| saved.as_ref().and_then(|s| get(s, k));
+    let flag = |k: &str| r(k).and_then(Value::as_bool) == Some(true);
+    let mut st = State {
+        pending: Pending::default(),
+        after_output: flag("afterOutput"),
+        turn_has_prompt: flag("turnHasPrompt"),
+        saw_task_events: flag("sawTaskEvents"),
+        model: r("model").and_then(Value::as_str).map(str::to_owned),
+        effort: r("effort").and_then(Value::as_str).map(str::to_owned),
+        latest: Totals::from_saved(r("latest")),
+        counted: Totals::from_saved(r("counted")),
+        prompts: std::collections::HashSet::new(),
+    };
+    for line in lines {
+        let Some(v) = &line.value else { continue };
+        let Some(p) = get(v, "payload") else { continue };
+        if get_str(v, "type") == Some("event_msg") && get_str(p, "type") == Some("user_message") {
+            if let Some(m) = get_str(p, "message") {
+                st.prompts.insert(m.trim().to_owned());
+            }
+        }
+    }
+    for line in lines {
+        let Some(v) = &line.value else {
+            b.unparsed_line(line);
+            continue;
+        };
+        let time = get_str(v, "timestamp").and_then(parse_time);
+        b.begin_line(line, time);
+        let (kind, payload): (String, &Value) = if let Some(p) = get(v, "payload") {
+            (get_str(v, "type").unwrap_or("unknown").to_owned(), p)
+        } else if get(v, "record_type").is_some() {
+            ("record_type".to_owned(), v)
+        } else if get(v, "type").is_none() && get(v, "instructions").is_some() {
+            ("session_meta".to_owned(), v)
+        } else if get(v, "type").is_some() {
+            ("response_item".to_owned(), v)
+        } else {
+            ("unknown".to_owned(), v)
+        };
+        match kind.as_str() {
+            "session_meta" => {
+                let text = get_str(payload, "instructions")
+                    .or_else(|| get(payload, "base_instructions").and_then(|i| get_str(i, "text")));
+                if let Some(t) = text.filter(|t| !t.is_empty()) {
+                    b.system(&[text_block(t)], "codex/session_meta");
+                }
+                b.end_line("session_meta");
+            }
+            "turn_context" => {
+                st.model = get_str(payload, "model").map(str::to_owned);
+                st.effort = get_str(payload, "effort").map(str::to_owned);
+                b.end_line("turn_context");
+            }
+            "response_item" => item(b, &mut st, payload),
+            "event_msg" => {
+                let t = get_str(payload, "type").unwrap_or("unknown");
+                match t {
+                    "task_started" => {
+                        flush(b, &mut st);
+                        st.saw_task_events = true;
+                        b.start_turn();
+                        st.turn_has_prompt = false;
+                        st.after_output = false;
+                    }
+                    "task_complete" => {
+                        flush(b, &mut st);
+                        st.saw_task_events = true;
+                        b.end_turn("completed", None);
+                    }
+                    "turn_aborted" => {
+                        flush(b, &mut st);
+                        let kind = match get_str(payload, "reason") {
+                            Some("interrupted") | None => "interrupted",
+                            Some(_) => "aborted",
+                        };
+                        b.end_turn(kind, get_str(payload, "reason"));
+                    }
+                    "token_count" => {
+                        if let Some(t) = get(payload, "info")
+                            .and_then(|i| get(i, "total_token_usage"))
+                            .and_then(Totals::from)
+                        {
+                            st.latest = t;
+                        }
+                    }
+                    "error" | "stream_error" => {
+                        flush(b, &mut st);
+                        b.error(get_str(payload, "message").unwrap_or("error"));
+                    }
+                    _ => {}
+                }
+                b.end_line(&format!("event_msg/{t}"));
+            }
+            "compacted" => {
+                flush(b, &mut st);
+                let summary = get_str(payload, "message").unwrap_or("");
+                b.compact_summary(
+                    summary,
+                    "{\"source\":\"codex\",\"kind\":\"compaction-summary\"}",
+                );
+                b.end_line("compacted");
+            }
+            other => b.end_line(other),
+        }
+    }
+    flush(b, &mut st);
+    b.finish(!st.saw_task_events);
+    let mut m = crate::event::Map::new();
+    let _ = m.push("latest", st.latest.to_value());
+    let _ = m.push("counted", st.counted.to_value());
+    if let Some(model) = st.model {
+        let _ = m.push("model", model.into());
+    }
+    if let Some(effort) = st.effort {
+        let _ = m.push("effort", effort.into());
+    }
+    let _ = m.push("sawTaskEvents", st.saw_task_events.into());
+    let _ = m.push("turnHasPrompt", st.turn_has_prompt.into());
+    let _ = m.push("afterOutput", st.after_output.into());
+    b.resume_out = Some(Value::Object(m));
+    Ok(())
+}
+
+/// Content items of a message as blocks: text items as text, anything else verbatim.
+fn blocks_of(content: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(items)) = content else {
+        return match content.and_then(Value::as_str) {
+            Some(s) => vec![text_block(s)],
+            None => Vec::new(),
+        };
+    };
+    items
+        .iter()
+        .map(|it| match get_str(it, "type") {
+            Some("input_text" | "output_text" | "text") => {
+                text_block(get_str(it, "text").unwrap_or(""))
+            }
+            _ => it.to_string(),
+        })
+        .collect()
+}
+
+fn texts_of(content: Option<&Value>) -> impl Iterator<Item = &str> {
+    let items: &[Value] = match content {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    };
+    items.iter().filter_map(|it| get_str(it, "text"))
+}
+
+fn is_injected(content: Option<&Value>) -> bool {
+    let first_text = match content {
+        Some(Value::Array(items)) => items.iter().find_map(|it| get_str(it, "text")),
+        Some(Value::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    first_text.is_some_and(|t| {
+        let t = t.trim_start();
+        INJECTED.iter().any(|m| t.starts_with(m))
+    })
+}
+
+fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
+    let t = get_str(p, "type").unwrap_or("unknown");
+    match t {
+        "message" => {
+            let role = get_str(p, "role").unwrap_or("user");
+            let content = get(p, "content");
+            match role {
+                "assistant" => {
+                    model_output(b, st);
+                    st.pending.blocks.extend(blocks_of(content));
+                    st.pending.held.extend(b.take_carry());
+                }
+                "user" => {
+                    flush(b, st);
+                    let blocks = blocks_of(content);
+                    let typed = if st.prompts.is_empty() {
+                        !is_injected(content)
+                    } else {
+                        texts_of(content).any(|t| st.prompts.contains(t.trim()))
+                    };
+                    if !typed {
+                        b.user(&blocks, "{\"source\":\"codex\",\"kind\":\"context\"}");
+                    } else {
+                        if b.turn().is_some() && st.turn_has_prompt {
+                            b.end_turn(b.next_prompt_ends_as(), None);
+                        }
+                        b.ensure_turn();
+                        st.turn_has_prompt = true;
+                        st.after_output = false;
+                        b.user(&blocks, "{\"source\":\"codex\",\"kind\":\"prompt\"}");
+                    }
+                }
+                _ => {
+                    flush(b, st);
+                    b.system(&blocks_of(content), &format!("codex/{role}"));
+                }
+            }
+            b.end_line("response_item/message");
+        }
+        "reasoning" => {
+            model_output(b, st);
+            let mut text = String::new();
+            if let Some(Value::Array(items)) = get(p, "summary") {
+                for s in items.iter().filter_map(|s| get_str(s, "text")) {
+                    if !text.is_empty() {
+                        text.push_str("\n\n");
+                    }
+                    text.push_str(s);
+                }
+            }
+            if !text.is_empty() {
+                st.pending
+                    .blocks
+                    .push(format!("{{\"type\":\"reasoning\",\"text\":{}}}", js(&text)));
+            }
+            st.pending.held.extend(b.take_carry());
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" => {
+            model_output(b, st);
+            let id = get_str(p, "call_id")
+                .or_else(|| get_str(p, "id"))
+                .unwrap_or("")
+                .to_owned();
+            let (name, args) = match t {
+                "function_call" => (
+                    get_str(p, "name").unwrap_or("function").to_owned(),
+                    match get(p, "arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(v) => v.to_string(),
+                        None => String::new(),
+                    },
+                ),
+                "custom_tool_call" => (
+                    get_str(p, "name").unwrap_or("custom").to_owned(),
+                    get_str(p, "input").unwrap_or("").to_owned(),
+                ),
+                _ => (
+                    "local_shell".to_owned(),
+                    get(p, "action").map(Value::to_string).unwrap_or_default(),
+                ),
+            };
+            // The tool use's input: the arguments as JSON when they parse, else the text.
+            let input = match crate::event::parse_json(&args) {
+                Ok(v) if t != "custom_tool_call" => v.to_string(),
+                _ => js(&args),
+            };
+            st.pending.blocks.push(format!(
+                "{{\"type\":\"tool_use\",\"id\":{},\"name\":{},\"input\":{input}}}",
+                js(&id),
+                js(&name)
+            ));
+            st.pending.calls.push((id, name, args));
+            st.pending.held.extend(b.take_carry());
+        }
+        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+            flush(b, st);
+            let id = get_str(p, "call_id").unwrap_or("");
+            let output = get(p, "output");
+            let (content, is_error) = output_content(output, p);
+            if !b.result(id, &content, is_error, None) {
+                b.end_line("orphan_tool_output");
+            }
+            st.after_output = true;
+            b.end_line(&format!("response_item/{t}"));
+        }
+        other => b.end_line(&format!("response_item/{other}")),
+    }
+}
+
+/// A tool output's content (a string, or blocks for a content-item array) and whether it is an
+/// error: `success: false`, or a JSON `{output, metadata:{exit_code}}` with a non-zero code.
+fn output_content(output: Option<&Value>, p: &Value) -> (String, bool) {
+    let mut is_error = get(p, "success").and_then(Value::as_bool) == Some(false);
+    let content = match output {
+        Some(Value::String(s)) => {
+            if let Ok(v) = crate::event::parse_json(s) {
+                if let Some(code) = get(&v, "metadata")
+                    .and_then(|m| get(m, "exit_code"))
+                    .and_then(Value::as_i64)
+                {
+                    is_error |= code != 0;
+                }
+            }
+            js(s)
+        }
+        Some(Value::Array(items)) => format!(
+            "[{}]",
+            blocks_of(Some(&Value::Array(items.clone()))).join(",")
+        ),
+        Some(Value::Object(_)) => {
+            // {content, success} (the payload's object form)
+            let inner = output.and_then(|o| get(o, "content"));
+            if output
+                .and_then(|o| get(o, "success"))
+                .and_then(Value::as_bool)
+                == Some(false)
+            {
+                is_error = true;
+            }
+            match inner {
+                Some(Value::String(s)) => js(s),
+                Some(v @ Value::Array(_)) => format!("[{}]", blocks_of(Some(v)).join(",")),
+                _ => js(&output.map(Value::to_string).unwrap_or_default()),
+            }
+        }
+        Some(v) => js(&v.to_string()),
+        None => "\"\"".to_owned(),
+    };
+    (content, is_error)
+}
+
+/// A model output item arrives: after a tool output it starts a new request (step).
+fn model_output(b: &mut Builder<'_>, st: &mut State) {
+    if st.after_output {
+        flush(b, st);
+        b.end_step();
+        st.after_output = false;
+    }
+    if st.pending.items == 0 {
+        st.pending.time = b.time;
+    }
+    st.pending.items += 1;
+}
+
+/// Writes the model output collected as one `assistant/message` (and its `tool/call`s) in a
+/// step, with the tokens counted since the last one.
+fn flush(b: &mut Builder<'_>, st: &mut State) {
+    if st.pending.items == 0 {
+        return;
+    }
+    let p = std::mem::take(&mut st.pending);
+    // The current line's raw text goes onto the events it makes, the held ones onto this message.
+    let current = b.take_carry();
+    let now = b.time;
+    b.time = p.time.min(now);
+    if !b.step_is_open() {
+        let request = st.model.as_ref().map(|m| match &st.effort {
+            Some(e) => format!("{{\"model\":{},\"effort\":{}}}", js(m), js(e)),
+            None => format!("{{\"model\":{}}}", js(m)),
+        });
+        b.start_step(request.as_deref());
+    }
+    b.time = now;
+    let usage = if st.latest != st.counted {
+        let (l, c) = (st.latest, st.counted);
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        let cached = d(l.cached, c.cached);
+        let input = d(l.input, c.input).saturating_sub(cached);
+        st.counted = l;
+        Some(format!(
+            "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{cached},\"reasoningTokens\":{}}}",
+            d(l.output, c.output),
+            d(l.reasoning, c.reasoning)
+        ))
+    } else {
+        None
+    };
+    b.give_carry(p.held);
+    let model = st.model.clone();
+    b.assistant(
+        &p.blocks,
+        model.as_deref(),
+        "openai",
+        usage.as_deref(),
+        &p.calls,
+    );
+    b.give_carry(current);
+}

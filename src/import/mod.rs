@@ -1,0 +1,1526 @@
+//! Importing other agents' session files: OpenAI Codex CLI rollouts and Claude Code transcripts
+//! (`docs/import.md` has the mapping, table by table).
+//!
+//! One source file becomes one session. Every source line is kept byte for byte: in the
+//! envelope member `x-source` (`[{"line":N,"raw":TEXT}]`, `rawHex` instead of `raw` for a line
+//! that is not UTF-8) of the first event it produced, or, for a line that produced none, on an
+//! event of its own, the unknown type `import/line` (`data.kind` names the line's kind). So
+//! [`export_source`] writes the original file back, byte-identical.
+//!
+//! The events are built by a [`Builder`] that keeps the lifecycle rules of EVENTS.md §6: it
+//! opens a turn and a step where the source implies one, and closes what the source leaves open
+//! as EVENTS.md §7 does (a `TOOL_OUTCOME_UNKNOWN` result for each unanswered call, `step/end`,
+//! `turn/end` with reason `interrupted`), counting each such repair in the [`Summary`].
+//!
+//! Re-importing a file appends only what was added since: the store-owned member `import` of
+//! `session.json` remembers the source path, its format, the bytes and lines imported and
+//! whether the last line had its newline. A last line that is not complete (no newline and not
+//! valid JSON: the agents' own crash mode) is left out and reported; it is imported once it is
+//! complete.
+//!
+//! This layer uses `event`, `session` and `store` through their public API only.
+
+pub mod claude_code;
+pub mod codex;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::event::{parse_draft_line, Draft, Map, Opt, Value};
+use crate::session::{Session, SessionMeta};
+use crate::store::Store;
+
+/// The envelope member holding the source lines an event was built from.
+pub const SOURCE_MEMBER: &str = "x-source";
+/// The event type of a source line that produced no typed event.
+pub const LINE_EVENT: &str = "import/line";
+/// The store-owned member of `session.json` that remembers the source.
+pub const META_MEMBER: &str = "import";
+
+/// A source format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// OpenAI Codex CLI rollout files (`rollout-*.jsonl`), every generation.
+    Codex,
+    /// Claude Code transcripts (`~/.claude/projects/*/*.jsonl`, subagent files too).
+    ClaudeCode,
+}
+
+impl Format {
+    /// The name used on the command line and in `session.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Codex => "codex",
+            Format::ClaudeCode => "claude-code",
+        }
+    }
+
+    /// The format of that name.
+    pub fn from_name(name: &str) -> Option<Format> {
+        match name {
+            "codex" => Some(Format::Codex),
+            "claude-code" | "claude" => Some(Format::ClaudeCode),
+            _ => None,
+        }
+    }
+}
+
+/// Detects the format of a file from its first non-empty line: `None` when it is neither.
+pub fn detect(first_line: &[u8]) -> Option<Format> {
+    let text = std::str::from_utf8(first_line).ok()?;
+    let text = text.trim_start_matches('\u{feff}').trim();
+    let Ok(Value::Object(map)) = crate::event::parse_json(text) else {
+        return None;
+    };
+    let ty = map.get("type").and_then(Value::as_str);
+    if map.contains_key("payload") {
+        return Some(Format::Codex);
+    }
+    // Codex before rollout items: a meta line `{id, timestamp, instructions, …}`, then bare
+    // response items and `{"record_type":"state"}`.
+    if ty.is_none() && map.contains_key("id") && map.contains_key("instructions") {
+        return Some(Format::Codex);
+    }
+    if map.contains_key("record_type") {
+        return Some(Format::Codex);
+    }
+    if map.contains_key("sessionId")
+        || map.contains_key("parentUuid")
+        || map.contains_key("leafUuid")
+        || matches!(
+            ty,
+            Some("file-history-snapshot" | "summary" | "queue-operation")
+        )
+    {
+        return Some(Format::ClaudeCode);
+    }
+    None
+}
+
+/// What an import did, over all files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Files read.
+    pub files: u64,
+    /// Bytes read (of new lines).
+    pub bytes: u64,
+    /// Sessions created.
+    pub created: Vec<String>,
+    /// Sessions that got new events from a file that grew.
+    pub updated: Vec<String>,
+    /// Files with nothing new since the last import.
+    pub unchanged: u64,
+    /// Source lines read.
+    pub lines: u64,
+    /// Events written, by type.
+    pub events: BTreeMap<String, u64>,
+    /// Source lines kept as `import/line` events (no typed event of their own), by kind.
+    pub unmapped: BTreeMap<String, u64>,
+    /// Things the source left inconsistent and the importer repaired or skipped, with the file
+    /// and line.
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    /// Adds another summary's counts to this one.
+    pub fn merge(&mut self, other: Summary) {
+        self.files += other.files;
+        self.bytes += other.bytes;
+        self.created.extend(other.created);
+        self.updated.extend(other.updated);
+        self.unchanged += other.unchanged;
+        self.lines += other.lines;
+        for (k, v) in other.events {
+            *self.events.entry(k).or_default() += v;
+        }
+        for (k, v) in other.unmapped {
+            *self.unmapped.entry(k).or_default() += v;
+        }
+        self.warnings.extend(other.warnings);
+    }
+
+    /// Total events written.
+    pub fn total_events(&self) -> u64 {
+        self.events.values().sum()
+    }
+}
+
+/// How to import.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The format; `None` detects it per file.
+    pub format: Option<Format>,
+    /// Files imported side by side; `None`: four per processor (4 to 16). A small file's import
+    /// mostly waits for the syncs of its new session, so more workers than processors pay.
+    pub workers: Option<usize>,
+    /// Leave what the source has open at its end (a turn, its step and unanswered calls) open,
+    /// for a file still being written (`--follow`, `--keep-open`): the next run continues that
+    /// turn. A later run without it closes what was left open (EVENTS.md §7). Default: closed
+    /// at the end of every run.
+    pub keep_open: bool,
+}
+
+/// One source line, as read.
+pub(crate) struct SrcLine<'a> {
+    /// Its 0-based index in the file.
+    pub n: u64,
+    /// Its bytes without the `\n` (a `\r` before it is kept).
+    pub bytes: &'a [u8],
+    /// Its JSON value, when it parses as JSON.
+    pub value: Option<Value>,
+}
+
+/// The member `name` of an object value, if any.
+pub(crate) fn get<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) => m.get(name),
+        _ => None,
+    }
+}
+
+/// The string member `name` of an object value.
+pub(crate) fn get_str<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
+    get(v, name).and_then(Value::as_str)
+}
+
+/// A JSON string literal.
+pub(crate) fn js(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
+/// Parses an ISO-8601 UTC time (`2025-09-25T01:22:20.083Z`, also with an offset) to epoch
+/// milliseconds.
+pub(crate) fn parse_time(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || (b[10] != b'T' && b[10] != b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse::<i64>().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut i = 19;
+    let mut ms = 0i64;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let frac = s.get(start..i)?;
+        let digits: String = frac.chars().chain("000".chars()).take(3).collect();
+        ms = digits.parse().ok()?;
+    }
+    let mut offset = 0i64;
+    match b.get(i) {
+        Some(b'+') | Some(b'-') => {
+            let sign = if b[i] == b'-' { -1 } else { 1 };
+            let oh = num(i + 1..i + 3)?;
+            let om = num(i + 4..i + 6).unwrap_or(0);
+            offset = sign * (oh * 60 + om) * 60_000;
+        }
+        _ => {}
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms - offset)
+}
+
+/// A tool call left open, waiting for its result.
+struct OpenCall {
+    id: String,
+    name: String,
+}
+
+/// Builds the events of one session from source lines, keeping the lifecycle rules.
+pub(crate) struct Builder<'s> {
+    summary: &'s mut Summary,
+    file: String,
+    /// Drafts built, not appended yet.
+    pub out: Vec<Draft>,
+    /// The seq the next draft will get.
+    next_seq: u64,
+    /// Raw source lines to attach to the next event.
+    carry: Vec<(u64, Value)>,
+    /// The current line (for warnings).
+    pub line: u64,
+    /// Time of the current line (ms), never earlier than the last.
+    pub time: i64,
+    last_turn: Option<u64>,
+    turn_open: bool,
+    step: u64,
+    step_open: bool,
+    calls: Vec<OpenCall>,
+    /// The current surface nodes this run produced (seqs, in surface order): a compaction
+    /// replaces them all, a Claude Code rewind those after its branch point.
+    nodes: Vec<u64>,
+    compaction_open: Option<(u64, u64)>,
+    /// False for a session built from lines another session keeps (inline sidechains).
+    pub keep_raw: bool,
+    /// Indices (in the lines given) of inline sidechain lines met, for their own session.
+    pub sidechain_lines: Vec<usize>,
+    /// Leave the open turn open at the end ([`Options::keep_open`]).
+    pub keep_open: bool,
+    /// The format builder's own state saved by the previous run (`resume` of the import state).
+    pub resume_in: Option<Value>,
+    /// The format builder's state to save for the next run.
+    pub resume_out: Option<Value>,
+}
+
+impl<'s> Builder<'s> {
+    /// A builder continuing `session` (its turn numbers go on from the log's).
+    pub fn new(summary: &'s mut Summary, file: String, session: &Session) -> Builder<'s> {
+        let lifecycle = session.lifecycle();
+        let last_turn = lifecycle.last_turn();
+        // What an earlier run left open (kept open for a file still being written) goes on.
+        let work = lifecycle.open_work();
+        let calls = work
+            .unanswered_calls
+            .iter()
+            .map(|c| OpenCall {
+                id: c.call_id.clone(),
+                name: c.name.clone(),
+            })
+            .collect();
+        let step = lifecycle.next_step().map_or(0, |n| n.saturating_sub(1));
+        Builder {
+            summary,
+            file,
+            out: Vec::new(),
+            next_seq: session.len(),
+            carry: Vec::new(),
+            line: 0,
+            time: session.last_event_time().unwrap_or(0),
+            last_turn,
+            turn_open: work.turn.is_some(),
+            step,
+            step_open: work.step.is_some(),
+            calls,
+            nodes: Vec::new(),
+            compaction_open: None,
+            keep_raw: true,
+            sidechain_lines: Vec::new(),
+            keep_open: false,
+            resume_in: None,
+            resume_out: None,
+        }
+    }
+
+    /// Records a warning about the current line.
+    pub fn warn(&mut self, what: impl std::fmt::Display) {
+        let w = format!("{}:{}: {what}", self.file, self.line + 1);
+        self.summary.warnings.push(w);
+    }
+
+    /// Starts a source line: its raw text goes onto the next event.
+    pub fn begin_line(&mut self, line: &SrcLine<'_>, time: Option<i64>) {
+        self.line = line.n;
+        if let Some(t) = time {
+            self.time = self.time.max(t);
+        }
+        if !self.keep_raw {
+            return;
+        }
+        self.summary.lines += 1;
+        let mut entry = Map::new();
+        let _ = entry.push("line", line.n.into());
+        let _ = match std::str::from_utf8(line.bytes) {
+            Ok(text) => entry.push("raw", text.into()),
+            Err(_) => {
+                let mut hex = String::with_capacity(line.bytes.len() * 2);
+                for b in line.bytes {
+                    hex.push(char::from(HEX[usize::from(b >> 4)]));
+                    hex.push(char::from(HEX[usize::from(b & 15)]));
+                }
+                entry.push("rawHex", hex.into())
+            }
+        };
+        self.carry.push((line.n, Value::Object(entry)));
+    }
+
+    /// Keeps a line that is not JSON as an `import/line` event of its own, with a warning.
+    pub fn unparsed_line(&mut self, line: &SrcLine<'_>) {
+        self.begin_line(line, None);
+        self.warn("not a JSON line: kept as an import/line");
+        self.end_line("unparsed");
+    }
+
+    /// Ends a source line: when it produced no event, it becomes an `import/line` event of
+    /// `kind`.
+    pub fn end_line(&mut self, kind: &str) {
+        if self.carry.is_empty() {
+            return;
+        }
+        *self.summary.unmapped.entry(kind.to_owned()).or_default() += 1;
+        self.emit(LINE_EVENT, &format!("{{\"kind\":{}}}", js(kind)), None);
+    }
+
+    /// Takes the raw lines waiting (to hold them for an event built later).
+    pub fn take_carry(&mut self) -> Vec<(u64, Value)> {
+        std::mem::take(&mut self.carry)
+    }
+
+    /// Puts held raw lines back, to go onto the next event.
+    pub fn give_carry(&mut self, mut held: Vec<(u64, Value)>) {
+        held.append(&mut self.carry);
+        self.carry = held;
+    }
+
+    /// Appends one event (its JSON `data`), with the raw lines waiting; returns its seq.
+    pub fn emit(&mut self, ty: &str, data: &str, surface: Option<&str>) -> u64 {
+        let mut text = String::with_capacity(64 + data.len());
+        text.push_str("{\"type\":");
+        text.push_str(&js(ty));
+        text.push_str(",\"data\":");
+        text.push_str(data);
+        if let Some(op) = surface {
+            text.push_str(",\"surfaceOp\":");
+            text.push_str(op);
+        }
+        text.push('}');
+        let seq = self.next_seq;
+        match parse_draft_line(&text) {
+            Ok(mut draft) => {
+                if !self.carry.is_empty() {
+                    let lines = self.carry.drain(..).map(|(_, v)| v).collect();
+                    let _ = draft.event.extra.push(SOURCE_MEMBER, Value::Array(lines));
+                }
+                draft.time = Some(self.time);
+                draft.seq = Some(seq);
+                self.out.push(draft);
+                self.next_seq += 1;
+                *self.summary.events.entry(ty.to_owned()).or_default() += 1;
+            }
+            Err(e) => {
+                // The builder wrote data this crate refuses: a bug, reported, never a panic.
+                self.warn(format!(
+                    "internal: an event of type {ty} could not be built: {e}"
+                ));
+            }
+        }
+        seq
+    }
+
+    /// Emits a surface event and tracks the surface (for compactions).
+    pub fn emit_surface(&mut self, ty: &str, data: &str) -> u64 {
+        let seq = self.emit(ty, data, None);
+        self.nodes.push(seq);
+        seq
+    }
+
+    /// The last current surface node (of this run), if any: where a later line that branches
+    /// from the current line goes back to.
+    pub fn surface_mark(&self) -> Option<u64> {
+        self.nodes.last().copied()
+    }
+
+    /// True when surface nodes were added after `mark` (a [`Builder::surface_mark`]; `None`:
+    /// before the first node of this run) and are still current, so a message continuing from
+    /// `mark` leaves a branch behind.
+    pub fn has_nodes_after(&self, mark: Option<u64>) -> bool {
+        self.nodes
+            .last()
+            .is_some_and(|&last| mark.is_none_or(|m| last > m))
+    }
+
+    /// A user message that continues the thread from `mark` (a rewind: the source went back to
+    /// an earlier message): the surface nodes after `mark` (the abandoned branch) are replaced
+    /// by this message, so they leave the model-visible history while their events (and source
+    /// lines) stay in the log. A plain user message when nothing is after `mark`, or while a
+    /// compaction is open (its range must stay current). Returns the number of nodes replaced.
+    pub fn user_after(&mut self, blocks: &[String], envelope: &str, mark: Option<u64>) -> usize {
+        let from = self
+            .nodes
+            .iter()
+            .position(|&n| mark.is_none_or(|m| n > m))
+            .unwrap_or(self.nodes.len());
+        let (Some(&a), Some(&b), None) = (
+            self.nodes.get(from),
+            self.nodes.last(),
+            self.compaction_open,
+        ) else {
+            self.user(blocks, envelope);
+            return 0;
+        };
+        let data = format!(
+            "{{\"role\":\"user\",\"content\":[{}],\"envelope\":{envelope}}}",
+            blocks.join(",")
+        );
+        let op = format!("{{\"op\":\"replace\",\"startSeq\":{a},\"endSeq\":{b}}}");
+        let seq = self.emit("user/message", &data, Some(&op));
+        let replaced = self.nodes.len() - from;
+        self.nodes.truncate(from);
+        self.nodes.push(seq);
+        replaced
+    }
+
+    /// The turn open, if any.
+    pub fn turn(&self) -> Option<u64> {
+        self.turn_open.then_some(self.last_turn.unwrap_or(1))
+    }
+
+    /// True while a step is open.
+    pub fn step_is_open(&self) -> bool {
+        self.step_open
+    }
+
+    /// Starts a turn (ending the open one as interrupted first).
+    pub fn start_turn(&mut self) {
+        if self.turn_open {
+            self.end_turn("interrupted", None);
+        }
+        let turn = self.last_turn.map_or(1, |t| t + 1);
+        self.last_turn = Some(turn);
+        self.turn_open = true;
+        self.step = 0;
+        self.emit("turn/start", &format!("{{\"turn\":{turn}}}"), None);
+    }
+
+    /// Opens a turn unless one is open.
+    pub fn ensure_turn(&mut self) {
+        if !self.turn_open {
+            self.start_turn();
+        }
+    }
+
+    /// Starts a step (ending the open one first); `request` is the model call's settings.
+    pub fn start_step(&mut self, request: Option<&str>) {
+        self.ensure_turn();
+        self.end_step();
+        self.step += 1;
+        self.step_open = true;
+        let turn = self.last_turn.unwrap_or(1);
+        let step = self.step;
+        let data = match request {
+            Some(r) => format!("{{\"turn\":{turn},\"step\":{step},\"request\":{r}}}"),
+            None => format!("{{\"turn\":{turn},\"step\":{step}}}"),
+        };
+        self.emit("step/start", &data, None);
+    }
+
+    /// Opens a step unless one is open.
+    pub fn ensure_step(&mut self) {
+        if !self.step_open {
+            self.start_step(None);
+        }
+    }
+
+    /// Ends the open step, if any.
+    pub fn end_step(&mut self) {
+        if self.step_open {
+            self.step_open = false;
+            let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+            self.emit(
+                "step/end",
+                &format!("{{\"turn\":{turn},\"step\":{step}}}"),
+                None,
+            );
+        }
+    }
+
+    /// Ends the open turn with reason `kind` (and an error message), answering its unanswered
+    /// calls with `TOOL_OUTCOME_UNKNOWN` first (reported).
+    pub fn end_turn(&mut self, kind: &str, error: Option<&str>) {
+        if !self.turn_open {
+            return;
+        }
+        if !self.calls.is_empty() {
+            self.ensure_step();
+            let calls = std::mem::take(&mut self.calls);
+            for call in calls {
+                self.warn(format!(
+                    "tool call {} ({}) has no result: answered with TOOL_OUTCOME_UNKNOWN",
+                    call.id, call.name
+                ));
+                let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+                let data = format!(
+                    "{{\"turn\":{turn},\"step\":{step},\"message\":{{\"role\":\"tool\",\"toolName\":{},\
+                     \"content\":\"The source ended this turn before the tool reported a result; its outcome is unknown.\",\
+                     \"isError\":true}},\"callId\":{},\"error\":{{\"code\":\"TOOL_OUTCOME_UNKNOWN\",\
+                     \"message\":\"the source recorded no result for this call\"}}}}",
+                    js(&call.name),
+                    js(&call.id)
+                );
+                self.emit_surface("tool/result", &data);
+            }
+        }
+        self.end_step();
+        let turn = self.last_turn.unwrap_or(1);
+        let reason = match error {
+            Some(e) => format!(
+                "{{\"kind\":{},\"error\":{{\"message\":{}}}}}",
+                js(kind),
+                js(e)
+            ),
+            None => format!("{{\"kind\":{}}}", js(kind)),
+        };
+        self.turn_open = false;
+        self.emit(
+            "turn/end",
+            &format!("{{\"turn\":{turn},\"reason\":{reason}}}"),
+            None,
+        );
+    }
+
+    /// How a new prompt ends the open turn: `completed`, or `interrupted` when calls are
+    /// unanswered (the user typed while tools ran).
+    pub fn next_prompt_ends_as(&self) -> &'static str {
+        if self.calls.is_empty() {
+            "completed"
+        } else {
+            "interrupted"
+        }
+    }
+
+    /// Unanswered calls of the open turn.
+    pub fn open_calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// An assistant message (its content blocks, JSON) and the tool calls it makes (id, name,
+    /// raw arguments), in the open step (one is opened when none is).
+    pub fn assistant(
+        &mut self,
+        blocks: &[String],
+        model: Option<&str>,
+        provider: &str,
+        usage: Option<&str>,
+        calls: &[(String, String, String)],
+    ) {
+        self.ensure_step();
+        let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+        let mut msg = format!(
+            "{{\"role\":\"assistant\",\"content\":[{}],\"provider\":{}",
+            blocks.join(","),
+            js(provider)
+        );
+        if let Some(m) = model {
+            msg.push_str(",\"model\":");
+            msg.push_str(&js(m));
+        }
+        msg.push('}');
+        let mut data = format!("{{\"turn\":{turn},\"step\":{step},\"message\":{msg}");
+        if let Some(u) = usage {
+            data.push_str(",\"usage\":");
+            data.push_str(u);
+        }
+        data.push('}');
+        if blocks.is_empty() {
+            self.emit("assistant/message", &data, None);
+        } else {
+            self.emit_surface("assistant/message", &data);
+        }
+        for (id, name, args) in calls {
+            let data = format!(
+                "{{\"turn\":{turn},\"step\":{step},\"callId\":{},\"name\":{},\"arguments\":{}}}",
+                js(id),
+                js(name),
+                js(args)
+            );
+            self.emit("tool/call", &data, None);
+            self.calls.push(OpenCall {
+                id: id.clone(),
+                name: name.clone(),
+            });
+        }
+    }
+
+    /// A tool result for call `id` (content: JSON string or block array); false (and a warning)
+    /// when the open turn has no unanswered call of that id.
+    pub fn result(&mut self, id: &str, content: &str, is_error: bool, meta: Option<&str>) -> bool {
+        let Some(i) = self.calls.iter().position(|c| c.id == id) else {
+            self.warn(format!(
+                "tool result for call {id} answers no open call of this turn: kept as an import/line"
+            ));
+            return false;
+        };
+        let call = self.calls.remove(i);
+        self.ensure_step();
+        let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+        let mut data = format!(
+            "{{\"turn\":{turn},\"step\":{step},\"message\":{{\"role\":\"tool\",\"toolName\":{},\"content\":{content},\"isError\":{is_error}}},\"callId\":{}",
+            js(&call.name),
+            js(id)
+        );
+        if let Some(m) = meta {
+            data.push_str(",\"meta\":");
+            data.push_str(m);
+        }
+        data.push('}');
+        self.emit_surface("tool/result", &data);
+        true
+    }
+
+    /// A user message (content blocks JSON) with its display envelope.
+    pub fn user(&mut self, blocks: &[String], envelope: &str) {
+        let data = format!(
+            "{{\"role\":\"user\",\"content\":[{}],\"envelope\":{envelope}}}",
+            blocks.join(",")
+        );
+        self.emit_surface("user/message", &data);
+    }
+
+    /// A system message (content blocks JSON); `origin` names where it came from.
+    pub fn system(&mut self, blocks: &[String], origin: &str) {
+        let data = format!(
+            "{{\"role\":\"system\",\"content\":[{}],\"origin\":{}}}",
+            blocks.join(","),
+            js(origin)
+        );
+        self.emit_surface("system/message", &data);
+    }
+
+    /// An `error` event in the open turn and step.
+    pub fn error(&mut self, message: &str) {
+        let mut data = format!("{{\"message\":{}", js(message));
+        if self.turn_open {
+            data.push_str(&format!(",\"turn\":{}", self.last_turn.unwrap_or(1)));
+            if self.step_open {
+                data.push_str(&format!(",\"step\":{}", self.step));
+            }
+        }
+        data.push('}');
+        self.emit("error", &data, None);
+    }
+
+    /// Opens a compaction of the whole current surface (none when the surface is empty).
+    pub fn compact_start(&mut self) {
+        if self.compaction_open.is_some() {
+            return;
+        }
+        if let (Some(&a), Some(&b)) = (self.nodes.first(), self.nodes.last()) {
+            self.compaction_open = Some((a, b));
+            self.emit(
+                "compact/start",
+                &format!("{{\"startSeq\":{a},\"endSeq\":{b}}}"),
+                None,
+            );
+        }
+    }
+
+    /// Completes a compaction with `summary`: `compact/summary`, the summary as a user message
+    /// replacing the compacted surface, `compact/end`. Without a surface to replace, the summary
+    /// is a plain user message.
+    pub fn compact_summary(&mut self, summary: &str, envelope: &str) {
+        if self.compaction_open.is_none() {
+            self.compact_start();
+        }
+        let Some((a, b)) = self.compaction_open.take() else {
+            self.user(&[text_block(summary)], envelope);
+            return;
+        };
+        self.emit(
+            "compact/summary",
+            &format!(
+                "{{\"startSeq\":{a},\"endSeq\":{b},\"summary\":{}}}",
+                js(summary)
+            ),
+            None,
+        );
+        let data = format!(
+            "{{\"role\":\"user\",\"content\":[{}],\"envelope\":{envelope}}}",
+            text_block(summary)
+        );
+        let op = format!("{{\"op\":\"replace\",\"startSeq\":{a},\"endSeq\":{b}}}");
+        let seq = self.emit("user/message", &data, Some(&op));
+        self.nodes.clear();
+        self.nodes.push(seq);
+        self.emit("compact/end", "{\"ok\":true}", None);
+    }
+
+    /// True while a turn is open (after [`Builder::finish`]: one left open for the next run).
+    pub fn turn_is_open(&self) -> bool {
+        self.turn_open
+    }
+
+    /// Ends the source: the open turn is closed (`completed` when nothing is left unanswered and
+    /// `clean`, else `interrupted`, reported), an open compaction ended with `ok:false`.
+    /// With [`Builder::keep_open`] the open turn stays open (a later run continues it).
+    pub fn finish(&mut self, clean: bool) {
+        if self.turn_open && !self.keep_open {
+            if clean && self.calls.is_empty() {
+                self.end_turn("completed", None);
+            } else {
+                self.warn("the source ends inside a turn: closed as interrupted");
+                self.end_turn("interrupted", None);
+            }
+        }
+        if self.compaction_open.take().is_some() {
+            self.emit("compact/end", "{\"ok\":false}", None);
+        }
+        if !self.carry.is_empty() {
+            self.end_line("held");
+        }
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A text content block.
+pub(crate) fn text_block(text: &str) -> String {
+    format!("{{\"type\":\"text\",\"text\":{}}}", js(text))
+}
+
+/// The remembered source of an imported session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SourceState {
+    format: Format,
+    path: String,
+    bytes: u64,
+    lines: u64,
+    final_newline: bool,
+    /// The session's events when this state was written: a session holding more was extended
+    /// by a run killed before it wrote its state.
+    events: Option<u64>,
+    /// The last run left the source's open turn open (the file was still being written).
+    open: bool,
+    /// The format builder's state for the next run (Codex token totals and model, the last
+    /// Claude Code response id).
+    resume: Option<Value>,
+}
+
+impl SourceState {
+    fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        let _ = m.push("format", self.format.as_str().into());
+        let _ = m.push("source", self.path.as_str().into());
+        let _ = m.push("bytes", self.bytes.into());
+        let _ = m.push("lines", self.lines.into());
+        let _ = m.push("finalNewline", self.final_newline.into());
+        if let Some(n) = self.events {
+            let _ = m.push("events", n.into());
+        }
+        if self.open {
+            let _ = m.push("open", true.into());
+        }
+        if let Some(r) = &self.resume {
+            let _ = m.push("resume", r.clone());
+        }
+        Value::Object(m)
+    }
+
+    fn from_value(v: &Value) -> Option<SourceState> {
+        Some(SourceState {
+            format: Format::from_name(get_str(v, "format")?)?,
+            path: get_str(v, "source")?.to_owned(),
+            bytes: get(v, "bytes")?.as_u64()?,
+            lines: get(v, "lines")?.as_u64()?,
+            final_newline: get(v, "finalNewline")?.as_bool()?,
+            events: get(v, "events").and_then(Value::as_u64),
+            open: get(v, "open").and_then(Value::as_bool) == Some(true),
+            resume: get(v, "resume").cloned(),
+        })
+    }
+}
+
+/// Splits `data` into lines (without their `\n`). The last piece, when the data does not end
+/// with `\n`, is returned apart.
+fn split_lines(data: &[u8]) -> (Vec<&[u8]>, Option<&[u8]>) {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for i in memchr::memchr_iter(b'\n', data) {
+        lines.push(&data[start..i]);
+        start = i + 1;
+    }
+    let tail = (start < data.len()).then(|| &data[start..]);
+    (lines, tail)
+}
+
+/// The session id for a source file: a prefix by format and the source's own id.
+fn session_id(format: Format, path: &Path, first: Option<&Value>) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let raw = match format {
+        Format::Codex => {
+            let from_meta = first.and_then(|v| {
+                get(v, "payload")
+                    .and_then(|p| get_str(p, "id"))
+                    .or_else(|| get_str(v, "id"))
+                    .map(str::to_owned)
+            });
+            format!("codex-{}", from_meta.unwrap_or(stem))
+        }
+        Format::ClaudeCode => match claude_code::parent_session_of(path, first) {
+            Some(parent) if stem.starts_with("agent-") => format!("claude-{parent}-{stem}"),
+            _ => format!("claude-{stem}"),
+        },
+    };
+    let mut id: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    id.truncate(128);
+    id
+}
+
+/// The session a source file's session descends from: a Claude Code subagent file's main
+/// session, a forked or subagent Codex thread's parent thread.
+fn parent_of(format: Format, path: &Path, first: Option<&Value>) -> Option<String> {
+    match format {
+        Format::ClaudeCode => claude_code::parent_session_of(path, first)
+            .map(|p| session_id(Format::ClaudeCode, Path::new(&format!("{p}.jsonl")), None)),
+        Format::Codex => {
+            let p = first.and_then(|v| get(v, "payload"))?;
+            let parent = get_str(p, "parent_thread_id").or_else(|| get_str(p, "forked_from_id"))?;
+            Some(session_id(
+                Format::Codex,
+                Path::new(&format!("{parent}.jsonl")),
+                None,
+            ))
+        }
+    }
+}
+
+/// Imports `paths` (files, or directory trees walked for `*.jsonl`) into `store`. `progress`
+/// is called with (bytes done, bytes total). A file that cannot be read or whose format is not
+/// recognized is a warning, never the end of the whole import.
+pub fn import_paths(
+    store: &Store,
+    paths: &[PathBuf],
+    options: &Options,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Summary> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect_files(p, &mut files)?;
+    }
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    // Files are independent sessions: a few workers import them side by side (most of a small
+    // file's time is the syncs of its new session, not the processor).
+    let workers = options
+        .workers
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get() * 4)
+                .clamp(4, 16)
+        })
+        .clamp(1, files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, u64, Summary)>();
+    let mut results: Vec<Option<Summary>> = vec![None; files.len()];
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (files, next) = (&files, &next);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(file) = files.get(i) else {
+                    break;
+                };
+                let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                let mut one = Summary::default();
+                if let Err(e) =
+                    import_source(store, file, options.format, options.keep_open, &mut one)
+                {
+                    one.warnings
+                        .push(format!("{}: not imported: {e}", file.display()));
+                }
+                if tx.send((i, size, one)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut done = 0u64;
+        for (i, size, one) in rx {
+            done += size;
+            progress(done, total);
+            if let Some(slot) = results.get_mut(i) {
+                *slot = Some(one);
+            }
+        }
+    });
+    let mut summary = Summary::default();
+    for one in results.into_iter().flatten() {
+        summary.merge(one);
+    }
+    Ok(summary)
+}
+
+fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io("read", path, e))?;
+    if meta.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| Error::io("read directory", path, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for e in entries {
+        if e.is_dir() {
+            collect_files(&e, out)?;
+        } else if e.extension().is_some_and(|x| x == "jsonl") {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+/// Builds (or extends) the session `<id>-sidechains` from the inline sidechain lines of a Claude
+/// Code main file (subagent traffic of 1.0.x files): its own session, `parentSession` the main
+/// one. The lines' raw text stays in the main session (exported from there), so these events
+/// carry none.
+fn import_sidechains(
+    store: &Store,
+    main: &str,
+    lines: &[SrcLine<'_>],
+    path: &Path,
+    shown: &str,
+    summary: &mut Summary,
+) -> Result<()> {
+    let mut id = format!("{main}-sidechains");
+    if id.len() > 128 {
+        id.truncate(128);
+    }
+    let dir = store.session_dir(&id)?;
+    let (session, created) = if dir.join(crate::session::META_FILE).is_file() {
+        (store.open_session(&id)?.0, false)
+    } else {
+        let mut meta = SessionMeta::new(id.clone(), now_ms());
+        meta.parent_session = Opt::Present(main.to_owned());
+        let mut mark = Map::new();
+        let _ = mark.push("sidechainsOf", main.into());
+        let _ = meta.store_extra.push(META_MEMBER, Value::Object(mark));
+        (
+            Session::create(&dir, meta, store.config().session_options())?,
+            true,
+        )
+    };
+    let mut builder = Builder::new(summary, shown.to_owned(), &session);
+    builder.keep_raw = false;
+    if session.is_empty() {
+        if let Some(t) = lines.iter().find_map(|l| {
+            l.value
+                .as_ref()
+                .and_then(|v| get_str(v, "timestamp"))
+                .and_then(parse_time)
+        }) {
+            builder.time = t;
+        }
+    }
+    let outcome = claude_code::build(&mut builder, lines, path, true).and_then(|()| {
+        let drafts = std::mem::take(&mut builder.out);
+        session.append_drafts(drafts).map(|_| ())
+    });
+    drop(builder);
+    session.close()?;
+    match outcome {
+        Ok(()) => {
+            if created {
+                summary.created.push(id);
+            } else {
+                summary.updated.push(id);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            if created {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            summary.warnings.push(format!(
+                "{shown}: the inline sidechains were not imported: {e}"
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// The first non-blank line of a file (at most 16 lines looked at) and the file's size.
+fn read_head(path: &Path) -> Result<(Vec<u8>, u64)> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io("read", path, e))?
+        .len();
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    for _ in 0..16 {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io("read", path, e))?;
+        if n == 0 || !line.iter().all(u8::is_ascii_whitespace) {
+            break;
+        }
+    }
+    while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        line.pop();
+    }
+    Ok((line, size))
+}
+
+/// Imports one file: a new session, or the lines added since the last import of it. What the
+/// source leaves open at its end is closed (see [`Options::keep_open`] for the other way).
+pub fn import_file(
+    store: &Store,
+    path: &Path,
+    format: Option<Format>,
+    summary: &mut Summary,
+) -> Result<()> {
+    import_source(store, path, format, false, summary)
+}
+
+/// [`import_file`], leaving the source's open turn open when `keep_open`.
+fn import_source(
+    store: &Store,
+    path: &Path,
+    format: Option<Format>,
+    keep_open: bool,
+    summary: &mut Summary,
+) -> Result<()> {
+    let (first_line, size) = read_head(path)?;
+    let first_line = first_line.as_slice();
+    summary.files += 1;
+    let format = match format.or_else(|| detect(first_line)) {
+        Some(f) => f,
+        None if size == 0 => {
+            summary.unchanged += 1;
+            return Ok(());
+        }
+        None => {
+            return Err(Error::Invalid(format!(
+                "{}: neither a Codex rollout nor a Claude Code transcript (first line)",
+                path.display()
+            )))
+        }
+    };
+    let first_value = std::str::from_utf8(first_line)
+        .ok()
+        .and_then(|t| crate::event::parse_json(t.trim_start_matches('\u{feff}').trim()).ok());
+    let id = session_id(format, path, first_value.as_ref());
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let shown = path.display().to_string();
+
+    // Nothing new since the last import: known from session.json alone, without opening the
+    // session or reading the file (what makes a repeated run over a whole tree cheap).
+    let dir = store.session_dir(&id)?;
+    if dir.join(crate::session::META_FILE).is_file() {
+        let meta = SessionMeta::load(&dir)?;
+        if let Some(state) = meta
+            .store_extra
+            .get(META_MEMBER)
+            .and_then(SourceState::from_value)
+        {
+            // (A turn an earlier run left open is closed by a run that does not keep it open.)
+            if state.bytes == size
+                && state.path == abs.display().to_string()
+                && (keep_open || !state.open)
+            {
+                summary.unchanged += 1;
+                return Ok(());
+            }
+        }
+    }
+    let data = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+
+    // A session of that id: continue it from where the last import stopped.
+    let (session, mut state, created) = match store.open_session(&id) {
+        Ok((session, _)) => {
+            let meta = session.meta();
+            let Some(state) = meta
+                .store_extra
+                .get(META_MEMBER)
+                .and_then(SourceState::from_value)
+            else {
+                return Err(Error::Invalid(format!(
+                    "{shown}: session {id} exists and was not imported from a file"
+                )));
+            };
+            if state.path != abs.display().to_string() || state.format != format {
+                session.close()?;
+                return Err(Error::Invalid(format!(
+                    "{shown}: session {id} was imported from another file ({}, {}); not imported",
+                    state.path,
+                    state.format.as_str()
+                )));
+            }
+            if state.events.is_some_and(|n| n != session.len()) {
+                if state.lines == 0 {
+                    // The first import of this file was killed half-way: built again.
+                    session.close()?;
+                    std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+                    summary.files -= 1;
+                    return import_source(store, path, Some(format), keep_open, summary);
+                }
+                let held = session.len();
+                session.close()?;
+                return Err(Error::Invalid(format!(
+                    "{shown}: session {id} holds {held} events, its last import recorded {}: \
+                     events were written after that import (a killed run, or appends); not \
+                     continued (delete the session and import the file again)",
+                    state.events.unwrap_or(0)
+                )));
+            }
+            (session, state, false)
+        }
+        Err(Error::NotFound(_)) => {
+            // Created with all its metadata at once (one write of session.json; the import
+            // state is written when the lines are in).
+            let dir = store.session_dir(&id)?;
+            if dir.exists() {
+                return Err(Error::Exists(id));
+            }
+            let mut meta = SessionMeta::new(id.clone(), now_ms());
+            meta.title = claude_code::title_hint(format, &data).into();
+            meta.cwd = first_value
+                .as_ref()
+                .and_then(|v| {
+                    get(v, "payload")
+                        .and_then(|p| get_str(p, "cwd"))
+                        .or_else(|| get_str(v, "cwd"))
+                        .map(str::to_owned)
+                })
+                .into();
+            if let Some(parent) = parent_of(format, path, first_value.as_ref()) {
+                meta.parent_session = Opt::Present(parent);
+            }
+            let state = SourceState {
+                format,
+                path: abs.display().to_string(),
+                bytes: 0,
+                lines: 0,
+                final_newline: true,
+                events: Some(0),
+                open: false,
+                resume: None,
+            };
+            // The state is written with the session: a run killed before its first lines are
+            // recorded is recognized (and the session built again) by the next one.
+            let _ = meta.store_extra.push(META_MEMBER, state.to_value());
+            let session = Session::create(&dir, meta, store.config().session_options())?;
+            (session, state, true)
+        }
+        Err(e) => return Err(e),
+    };
+    if (data.len() as u64) < state.bytes {
+        summary.warnings.push(format!(
+            "{shown}: the file is shorter ({} bytes) than what was imported ({} bytes): skipped",
+            data.len(),
+            state.bytes
+        ));
+        session.close()?;
+        return Ok(());
+    }
+    let mut start = state.bytes as usize;
+    if !state.final_newline && start < data.len() {
+        // The last line imported had no newline; the file grew: its newline comes first.
+        if data[start] == b'\n' {
+            start += 1;
+            state.final_newline = true;
+        } else {
+            summary.warnings.push(format!(
+                "{shown}: the last line imported (without a newline) was continued; the new \
+                 bytes are not imported"
+            ));
+            session.close()?;
+            return Ok(());
+        }
+    }
+    let new_data = &data[start..];
+    let (lines, tail) = split_lines(new_data);
+    // A tail without a newline is imported when it is complete JSON, else left for later.
+    let tail = tail.and_then(|t| {
+        let complete = std::str::from_utf8(t)
+            .ok()
+            .is_some_and(|s| crate::event::parse_json(s.trim_end_matches('\r')).is_ok());
+        if complete {
+            Some(t)
+        } else {
+            summary.warnings.push(format!(
+                "{shown}:{}: the last line is incomplete ({} bytes, no newline): left out until it is complete",
+                state.lines + lines.len() as u64 + 1,
+                t.len()
+            ));
+            None
+        }
+    });
+    let close_left_open = state.open && !keep_open;
+    if lines.is_empty() && tail.is_none() && !close_left_open {
+        if created {
+            state.bytes = start as u64;
+            save_state(&session, &state)?;
+            summary.created.push(id.clone());
+        } else {
+            summary.unchanged += 1;
+        }
+        session.close()?;
+        return Ok(());
+    }
+    let mut src: Vec<SrcLine<'_>> = Vec::with_capacity(lines.len() + 1);
+    let mut n = state.lines;
+    for l in lines.iter().copied().chain(tail) {
+        let text = std::str::from_utf8(l).ok().map(|s| {
+            let s = s.trim_end_matches('\r');
+            if n == 0 {
+                s.trim_start_matches('\u{feff}')
+            } else {
+                s
+            }
+        });
+        let value = text.and_then(|t| crate::event::parse_json(t).ok());
+        src.push(SrcLine { n, bytes: l, value });
+        n += 1;
+    }
+    let mut builder = Builder::new(summary, shown.clone(), &session);
+    builder.keep_open = keep_open;
+    builder.resume_in = state.resume.take();
+    if session.is_empty() {
+        // Lines before the first timestamped one take its time.
+        if let Some(t) = src.iter().find_map(|l| {
+            l.value
+                .as_ref()
+                .and_then(|v| get_str(v, "timestamp"))
+                .and_then(parse_time)
+        }) {
+            builder.time = t;
+        }
+    }
+    let outcome = (|| -> Result<()> {
+        match format {
+            Format::Codex => codex::build(&mut builder, &src)?,
+            Format::ClaudeCode => claude_code::build(&mut builder, &src, path, false)?,
+        }
+        // One batch: a refusal writes nothing (the state stays where it was).
+        let drafts = std::mem::take(&mut builder.out);
+        session.append_drafts(drafts)?;
+        Ok(())
+    })();
+    let sidechains = std::mem::take(&mut builder.sidechain_lines);
+    state.open = builder.turn_is_open();
+    state.resume = builder.resume_out.take();
+    drop(builder);
+    if let Err(e) = outcome {
+        session.close()?;
+        if created {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        return Err(e);
+    }
+    state.lines = n;
+    let consumed = match tail {
+        Some(_) => {
+            state.final_newline = false;
+            new_data.len()
+        }
+        None => match memchr::memrchr(b'\n', new_data) {
+            Some(i) => i + 1,
+            None => 0,
+        },
+    };
+    state.bytes = (start + consumed) as u64;
+    save_state(&session, &state)?;
+    if created {
+        summary.created.push(id.clone());
+    } else {
+        summary.updated.push(id.clone());
+    }
+    if !sidechains.is_empty() {
+        let side: Vec<SrcLine<'_>> = sidechains
+            .iter()
+            .filter_map(|&i| src.get(i))
+            .map(|l| SrcLine {
+                n: l.n,
+                bytes: l.bytes,
+                value: l.value.clone(),
+            })
+            .collect();
+        import_sidechains(store, &id, &side, path, &shown, summary)?;
+    }
+    summary.bytes += new_data.len() as u64;
+    session.close()?;
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn save_state(session: &Session, state: &SourceState) -> Result<()> {
+    let mut state = state.clone();
+    state.events = Some(session.len());
+    session.update_meta(|m| {
+        let _ = m.store_extra.remove(META_MEMBER);
+        let _ = m.store_extra.push(META_MEMBER, state.to_value());
+    })
+}
+
+/// Writes the source file an imported session was built from, byte for byte: every kept source
+/// line in its order, each with its newline (but the last when the source had none). Returns the
+/// number of lines written.
+pub fn export_source(reader: &crate::session::SessionReader, out: &mut impl Write) -> Result<u64> {
+    let meta = reader.meta();
+    let state = meta
+        .store_extra
+        .get(META_MEMBER)
+        .and_then(SourceState::from_value)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "session {} was not imported from a Codex or Claude Code file",
+                meta.id
+            ))
+        })?;
+    let mut lines: Vec<(u64, Vec<u8>)> = Vec::new();
+    for ev in reader.events() {
+        let ev = ev?;
+        let Some(src) = ev.extra.get(SOURCE_MEMBER) else {
+            continue;
+        };
+        let Some(entries) = src.as_array() else {
+            continue;
+        };
+        for entry in entries {
+            let Some(n) = entry
+                .get("line")
+                .and_then(|v| v.as_number())
+                .and_then(|n| n.as_u64())
+            else {
+                continue;
+            };
+            if let Some(raw) = entry.get("raw").and_then(|v| v.as_str()) {
+                lines.push((n, raw.as_bytes().to_vec()));
+            } else if let Some(hex) = entry.get("rawHex").and_then(|v| v.as_str()) {
+                lines.push((n, unhex(hex)));
+            }
+        }
+    }
+    lines.sort_by_key(|(n, _)| *n);
+    let count = lines.len() as u64;
+    if count != state.lines {
+        return Err(Error::Invalid(format!(
+            "session {} holds {count} source lines of the {} imported",
+            meta.id, state.lines
+        )));
+    }
+    let io = |e| Error::io("write", Path::new("export"), e);
+    for (i, (_, bytes)) in lines.iter().enumerate() {
+        out.write_all(bytes).map_err(io)?;
+        if i + 1 < lines.len() || state.final_newline {
+            out.write_all(b"\n").map_err(io)?;
+        }
+    }
+    out.flush().map_err(io)?;
+    Ok(count)
+}
+
+/// The format a session was imported from, if it was.
+pub fn source_format(meta: &crate::session::SessionMeta) -> Option<Format> {
+    meta.store_extra
+        .get(META_MEMBER)
+        .and_then(SourceState::from_value)
+        .map(|s| s.format)
+}
+
+fn unhex(hex: &str) -> Vec<u8> {
+    hex.as_bytes()
+        .chunks(2)
+        .filter_map(|p| {
+            std::str::from_utf8(p)
+                .ok()
+                .and_then(|s| u8::from_str_radix(s, 16).ok())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Protects the time conversion every imported event's `time` comes from.
+    #[test]
+    fn iso_times_convert_to_epoch_ms() {
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_time("2025-09-25T01:22:20.083Z"),
+            Some(1_758_763_340_083)
+        );
+        assert_eq!(
+            parse_time("2025-09-25T03:22:20.083+02:00"),
+            Some(1_758_763_340_083)
+        );
+        assert_eq!(parse_time("yesterday"), None);
+    }
+
+    /// Protects the rewind replacement: the nodes after a mark are replaced by the new message
+    /// (a valid surface op, so the batch appends), nothing is replaced when no node follows the
+    /// mark, and `None` as the mark (a new root) replaces every node of the run.
+    #[test]
+    fn user_after_replaces_the_nodes_after_the_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::create(
+            dir.path().join("s"),
+            SessionMeta::new("s".to_owned(), 0),
+            crate::session::SessionOptions::default(),
+        )
+        .unwrap();
+        let mut summary = Summary::default();
+        let mut b = Builder::new(&mut summary, "f".to_owned(), &session);
+        let kind = "{\"source\":\"claude-code\",\"kind\":\"prompt\"}";
+        b.start_turn();
+        b.user(&[text_block("one")], kind);
+        b.assistant(&[text_block("two")], None, "anthropic", None, &[]);
+        let mark = b.surface_mark();
+        assert!(!b.has_nodes_after(mark));
+        b.user(&[text_block("three")], kind);
+        b.assistant(&[text_block("four")], None, "anthropic", None, &[]);
+        assert!(b.has_nodes_after(mark));
+        assert_eq!(b.user_after(&[text_block("three again")], kind, mark), 2);
+        let last = b.surface_mark();
+        assert_eq!(b.user_after(&[text_block("five")], kind, last), 0);
+        assert_eq!(b.user_after(&[text_block("root")], kind, None), 4);
+        b.finish(true);
+        let drafts = std::mem::take(&mut b.out);
+        drop(b);
+        session.append_drafts(drafts).unwrap();
+        let history = session.messages().to_value().to_string();
+        assert!(history.contains("root"), "{history}");
+        for gone in ["one", "two", "three", "four", "five"] {
+            assert!(!history.contains(&format!("\"{gone}")), "{gone}: {history}");
+        }
+    }
+
+    /// Protects detection: each format's first lines, and a line of neither.
+    #[test]
+    fn detects_formats_from_the_first_line() {
+        assert_eq!(
+            detect(br#"{"timestamp":"x","type":"session_meta","payload":{}}"#),
+            Some(Format::Codex)
+        );
+        assert_eq!(
+            detect(br#"{"id":"a","timestamp":"x","instructions":null}"#),
+            Some(Format::Codex)
+        );
+        assert_eq!(
+            detect(br#"{"type":"summary","summary":"t","leafUuid":"u"}"#),
+            Some(Format::ClaudeCode)
+        );
+        assert_eq!(
+            detect(br#"{"parentUuid":null,"type":"user","sessionId":"s"}"#),
+            Some(Format::ClaudeCode)
+        );
+        assert_eq!(detect(br#"{"type":"turn/start","seq":0}"#), None);
+    }
+}
