@@ -161,7 +161,8 @@ fn unknown_sessions_bad_ids_and_missing_files_are_clear_errors() {
     );
     assert!(!out.parent().unwrap().exists());
 
-    // An unknown store lists nothing and is not created by reading.
+    // An unknown store is an error (a typo must not look like an empty store) and is not
+    // created by reading.
     let other = cli.dir.path().join("other");
     let run = cli
         .command(&["ls", "--json"])
@@ -169,7 +170,9 @@ fn unknown_sessions_bad_ids_and_missing_files_are_clear_errors() {
         .arg(&other)
         .output()
         .unwrap();
-    assert_eq!(run.stdout, b"[]\n");
+    assert_eq!(run.status.code(), Some(1));
+    assert!(run.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("no store at"));
     assert!(!other.exists());
 }
 
@@ -281,7 +284,7 @@ fn a_closed_stdout_is_not_a_failure() {
 }
 
 /// On a terminal (a pseudo-terminal from util-linux `script`) `show` is colored, and `NO_COLOR`
-/// (any value) turns the colors off.
+/// (a non-empty value; cli_usability checks that an empty one does not) turns the colors off.
 #[test]
 fn colors_only_on_a_terminal_and_never_with_no_color() {
     let cli = Cli::new();
@@ -312,7 +315,7 @@ fn colors_only_on_a_terminal_and_never_with_no_color() {
     let colored = on_tty(None);
     assert!(colored.contains("\x1b[35mturn/start"), "{colored:?}");
     assert!(colored.contains("Fix the typo"), "{colored:?}");
-    for value in ["1", ""] {
+    for value in ["1", "0"] {
         let plain = on_tty(Some(value));
         assert!(plain.contains("Fix the typo"), "{plain:?}");
         assert!(!plain.contains('\x1b'), "NO_COLOR={value:?}: {plain:?}");
@@ -320,7 +323,7 @@ fn colors_only_on_a_terminal_and_never_with_no_color() {
 }
 
 /// A line without an end (a binary file, `/dev/zero`) is refused once it is longer than any
-/// storable event could be written (16 × max_event_size, at least 1 MiB), by `import` and by
+/// storable event could be written (6 × max_event_size, at least 1 MiB), by `import` and by
 /// `append`: a clear error naming the line, no session left behind, memory bounded.
 #[test]
 fn an_endless_line_is_refused_by_import_and_append() {

@@ -76,8 +76,18 @@ fn archive_unarchive_delete_and_gc() {
     drop(stdin);
     assert!(writer.wait().unwrap().success());
 
-    // Archiving by idleness: c's events are from 2025, a has events from now.
+    // Archiving by idleness, judged by the last append: c's events are from 2025 but it was
+    // imported just now (not idle) until its files are made 40 days old.
     let c = cli.import_example("fix-typo", &["--id", "c"]);
+    assert_eq!(cli.run(&["archive", "--idle-days", "30"]).ok(), "");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(40 * 86_400);
+    for entry in std::fs::read_dir(cli.session_dir(&c)).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "seg" || e == "idx") {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(old).unwrap();
+        }
+    }
     let run = cli.run(&["archive", "--idle-days", "30"]);
     assert_eq!(run.ok(), format!("archived {c}\n"));
     assert_eq!(

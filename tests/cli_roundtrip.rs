@@ -110,7 +110,7 @@ fn status_json_has_exactly_the_documented_shape() {
     cli.import_example("fix-typo", &["--id", "done"]);
     assert_eq!(
         cli.run(&["status", "done", "--json"]).ok(),
-        "{\"state\":\"idle\",\"openTurn\":null,\"openStep\":null,\"unansweredCalls\":[],\"pendingApprovals\":[],\"events\":10}\n"
+        "{\"state\":\"idle\",\"openTurn\":null,\"openStep\":null,\"unansweredCalls\":[],\"pendingApprovals\":[],\"closedUnanswered\":[],\"events\":10}\n"
     );
 
     // A crash after the tool call: the step is open, the call unanswered.
@@ -120,7 +120,7 @@ fn status_json_has_exactly_the_documented_shape() {
         .ok();
     assert_eq!(
         cli.run(&["status", "open", "--json"]).ok(),
-        "{\"state\":\"toolInvoking\",\"openTurn\":1,\"openStep\":1,\"unansweredCalls\":[\"call_1\"],\"pendingApprovals\":[],\"events\":7}\n"
+        "{\"state\":\"toolInvoking\",\"openTurn\":1,\"openStep\":1,\"unansweredCalls\":[\"call_1\"],\"pendingApprovals\":[],\"closedUnanswered\":[],\"events\":7}\n"
     );
 
     // Waiting for an approval.
@@ -130,7 +130,7 @@ fn status_json_has_exactly_the_documented_shape() {
         .ok();
     assert_eq!(
         cli.run(&["status", "approval", "--json"]).ok(),
-        "{\"state\":\"awaitUserConfirm\",\"openTurn\":0,\"openStep\":1,\"unansweredCalls\":[\"call_0_1_0\"],\"pendingApprovals\":[\"call_0_1_0\"],\"events\":6}\n"
+        "{\"state\":\"awaitUserConfirm\",\"openTurn\":0,\"openStep\":1,\"unansweredCalls\":[\"call_0_1_0\"],\"pendingApprovals\":[\"call_0_1_0\"],\"closedUnanswered\":[],\"events\":6}\n"
     );
 
     // The human form says the same.
@@ -143,6 +143,9 @@ fn status_json_has_exactly_the_documented_shape() {
 #[test]
 fn ls_json_is_one_array_of_the_documented_objects() {
     let cli = Cli::new();
+    // A missing store is an error, an empty one an empty array.
+    cli.run(&["ls", "--json"]).fails(1);
+    std::fs::create_dir_all(cli.store().join("sessions")).unwrap();
     assert_eq!(cli.run(&["ls", "--json"]).ok(), "[]\n");
     for name in EXAMPLES {
         cli.import_example(name, &[]);
@@ -163,7 +166,8 @@ fn ls_json_is_one_array_of_the_documented_objects() {
                 "bytes",
                 "createdAt",
                 "lastEventTime",
-                "parentSession"
+                "parentSession",
+                "seedLength"
             ]
         );
         assert!(item.get("bytes").unwrap().as_u64().unwrap() > 0);

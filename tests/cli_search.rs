@@ -178,14 +178,16 @@ fn stats_json_has_the_documented_shape() {
     let (cli, corpus) = setup();
     let members =
         |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().map(str::to_owned).collect() };
-    const TOP: [&str; 8] = [
+    const TOP: [&str; 10] = [
         "events",
         "byType",
         "turns",
         "endReasons",
+        "turnDurationMs",
         "steps",
         "tokens",
         "tools",
+        "unansweredCalls",
         "bytes",
     ];
     let mut checked_tools = 0;

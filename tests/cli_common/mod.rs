@@ -54,7 +54,8 @@ impl Run {
     }
 }
 
-fn finish(out: Output) -> Run {
+/// What a finished child printed and how it ended (-1: killed by a signal).
+pub fn finish(out: Output) -> Run {
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

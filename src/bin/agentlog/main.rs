@@ -39,8 +39,8 @@ use crate::target::Ctx;
 
 const AFTER_HELP: &str = "\
 A SESSION is a session id in the store, or the path of a session directory (one that holds
-session.json; an argument containing '/' is a path, and so is the name of a directory in the
-current directory when the store holds no session of that id).
+session.json, or a log whose session.json is lost; an argument containing '/' is a path, and so
+is the name of a directory in the current directory when the store holds no session of that id).
 
 Exit codes: 0 success, 1 failure (a message on stderr starting with \"error:\"), 2 usage.";
 
@@ -59,6 +59,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Create(cmd::create::Args),
     Import(cmd::import::Args),
     Export(cmd::export::Args),
     Append(cmd::append::Args),
@@ -85,6 +86,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let ctx = Ctx::new(cli.store);
     let result = match cli.command {
+        Command::Create(a) => cmd::create::run(&ctx, a),
         Command::Import(a) => cmd::import::run(&ctx, a),
         Command::Export(a) => cmd::export::run(&ctx, a),
         Command::Append(a) => cmd::append::run(&ctx, a),

@@ -1,4 +1,4 @@
-//! Terminal output: colors (only on a terminal, never with `NO_COLOR`), local times, sizes, and
+//! Terminal output: colors (only on a terminal, never with a non-empty `NO_COLOR`), local times, sizes, and
 //! short one-line summaries of text.
 
 use std::io::IsTerminal;
@@ -38,12 +38,17 @@ impl Color {
     }
 }
 
+/// True when `NO_COLOR` is set to a non-empty value (no-color.org).
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
 impl Paint {
-    /// Color for standard output: on when it is a terminal and `NO_COLOR` is not set (to any
-    /// value, also an empty one).
+    /// Color for standard output: on when it is a terminal and `NO_COLOR` is not set to a
+    /// non-empty value (no-color.org: an empty `NO_COLOR=` does not disable color).
     pub fn stdout() -> Paint {
         Paint {
-            on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            on: std::io::stdout().is_terminal() && !no_color(),
         }
     }
 

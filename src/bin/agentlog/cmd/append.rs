@@ -8,8 +8,9 @@ use anyhow::{anyhow, Result};
 use agentlog::event::{parse_draft_line, read_line_bounded, BoundedLine, ParseErrorKind};
 use agentlog::log::Durability;
 use agentlog::session::Session;
+use agentlog::store::NewSession;
 
-use crate::target::Ctx;
+use crate::target::{Ctx, Target};
 
 /// Append events from standard input, one JSONL line each
 ///
@@ -32,17 +33,25 @@ pub struct Args {
     /// acknowledged: it then survives a power loss, not only a crash of the process
     #[arg(long)]
     sync: bool,
+    /// Create the session (SESSION is then an id of the store) when the store holds none of
+    /// that id; the store too when missing
+    #[arg(long)]
+    create: bool,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
-    let target = ctx.resolve(&args.session)?;
+    let target = if args.create {
+        create_missing(ctx, &args.session)?
+    } else {
+        ctx.resolve(&args.session)?
+    };
     let mut options = target.options()?;
     if args.sync {
         options.log.durability = Durability::Sync;
     }
     // A longer line cannot hold an event of the maximum size however escaped: refused after
     // reading that much, so an endless line (a binary file, /dev/zero) never fills memory.
-    let max_line = options.log.max_event_size.saturating_mul(16).max(1 << 20);
+    let max_line = agentlog::event::max_line_for(options.log.max_event_size);
     let (session, report) = Session::open(&target.dir, options).map_err(|e| target.error(e))?;
     if let Some(cut) = &report.log.cut {
         eprintln!(
@@ -58,6 +67,38 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         eprintln!("note: standard input held no event; nothing was appended");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a session header line piped to `append` is, and what to do with it.
+const HEADER_LINE: &str = "this is a session header line ({\"type\":\"session\",…}, what \
+    `export --header` writes first), not an event: append takes events only; leave the header \
+    out, or import the whole file with `agentlog import FILE` (a header is its first line)";
+
+/// True when `text` is a JSON object whose `type` is `"session"`: a session header line.
+pub fn is_header_line(text: &str) -> bool {
+    agentlog::event::parse_json(text).is_ok_and(|v| {
+        v.get("type")
+            .and_then(agentlog::event::Value::as_str)
+            .is_some_and(|t| t == "session")
+    })
+}
+
+/// `--create`: the store's session `id`, created (empty) when the store holds none of that id.
+/// A session created meanwhile by another process is used as it is.
+fn create_missing(ctx: &Ctx, id: &str) -> Result<Target> {
+    agentlog::session::validate_id(id)
+        .map_err(|e| anyhow!("{e} (with --create, SESSION is an id of the store)"))?;
+    let target = ctx.in_store(id);
+    let exists = agentlog::session::is_session_dir(&target.dir).map_err(|e| target.error(e))?;
+    if !exists {
+        let store = ctx.open_store()?;
+        match store.create(NewSession::default().id(id)) {
+            Ok(session) => session.close().map_err(|e| target.error(e))?,
+            Err(agentlog::Error::Exists(_)) => {}
+            Err(e) => return Err(ctx.error("cannot create a session in store", e)),
+        }
+    }
+    Ok(target)
 }
 
 /// Appends every line of stdin; returns how many were appended.
@@ -116,6 +157,7 @@ fn append_lines(session: &Session, args: &Args, max_line: u64) -> Result<u64> {
                 ParseErrorKind::BlankLine => {
                     "blank line (every line must hold one JSON object)".to_string()
                 }
+                _ if is_header_line(text) => HEADER_LINE.to_string(),
                 _ => match e.column {
                     Some(c) => format!("column {c}: {}", e.kind),
                     None => e.kind.to_string(),
@@ -129,7 +171,13 @@ fn append_lines(session: &Session, args: &Args, max_line: u64) -> Result<u64> {
                 e @ (agentlog::Error::Archived(_) | agentlog::Error::Deleted(_)) => {
                     format!("{:#}", crate::target::explain(e, &args.session))
                 }
-                other => other.to_string(),
+                // The library's "nothing was written" is said once, with what was appended.
+                other => {
+                    let text = other.to_string();
+                    text.strip_suffix("; nothing was written")
+                        .unwrap_or(&text)
+                        .to_string()
+                }
             };
             refused(line_no, appended, last_stored, why)
         })?;

@@ -8,6 +8,9 @@ use anyhow::{anyhow, Result};
 use agentlog::event::ReasonKind;
 use agentlog::session::Session;
 
+use agentlog::event::Value;
+
+use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
 use crate::target::Ctx;
 
@@ -32,6 +35,9 @@ pub struct Args {
         value_parser = clap::builder::PossibleValuesParser::new(ReasonKind::NAMES)
     )]
     reason: String,
+    /// Print one JSON object instead: {"session","appended":[{"seq","type"}],"state"}
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
@@ -49,7 +55,22 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         .close_open_work(reason)
         .map_err(|e| target.error(e))?;
     let p = Paint::stdout();
-    if seqs.is_empty() {
+    if args.json {
+        let reader = session.reader();
+        let mut appended = Vec::new();
+        for seq in &seqs {
+            let event = reader.get(*seq).map_err(|e| target.error(e))?;
+            appended.push(object(vec![
+                ("seq", (*seq).into()),
+                ("type", event.type_name().into()),
+            ]));
+        }
+        print_json(&object(vec![
+            ("session", target.label.as_str().into()),
+            ("appended", Value::Array(appended)),
+            ("state", session.state().as_str().into()),
+        ]))?;
+    } else if seqs.is_empty() {
         outln!("{}: nothing was open", target.label)?;
     } else {
         let reader = session.reader();

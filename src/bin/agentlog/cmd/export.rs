@@ -27,11 +27,48 @@ pub struct Args {
     /// stdout)
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Write the source file an imported session came from, byte for byte (codex or
+    /// claude-code: the format it was imported from)
+    #[arg(long, value_name = "codex|claude-code", conflicts_with = "header")]
+    to: Option<String>,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
+    if let Some(to) = &args.to {
+        let want = agentlog::import::Format::from_name(to)
+            .ok_or_else(|| anyhow!("--to {to}: expected codex or claude-code"))?;
+        match agentlog::import::source_format(reader.meta()) {
+            Some(f) if f == want => {}
+            Some(f) => {
+                return Err(anyhow!(
+                    "session {} was imported from {}, not {to}",
+                    args.session,
+                    f.as_str()
+                ))
+            }
+            None => {
+                return Err(anyhow!(
+                    "session {} was not imported from a Codex or Claude Code file",
+                    args.session
+                ))
+            }
+        }
+        let output = args.output.as_ref().filter(|p| p.as_os_str() != "-");
+        match output {
+            None => {
+                let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                agentlog::import::export_source(&reader, &mut out).map_err(|e| target.error(e))?;
+            }
+            Some(path) => write_atomically(path, |out| {
+                agentlog::import::export_source(&reader, out)
+                    .map(|_| ())
+                    .map_err(|e| target.error(e))
+            })?,
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut progress = Progress::events(reader.len(), "exporting");
     // `-o -` is standard output, as `import -` reads standard input.
     let output = args.output.as_ref().filter(|p| p.as_os_str() != "-");

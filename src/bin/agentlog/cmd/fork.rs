@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use agentlog::store::ForkPoint;
 
+use crate::cmd::{object, print_json};
 use crate::target::{explain, Ctx};
 
 /// Fork a session: a new session holding its first events
@@ -30,6 +31,9 @@ pub struct Args {
     /// The new session's id (default: a new unique, time-sortable id)
     #[arg(long, value_name = "NEW")]
     id: Option<String>,
+    /// Print one JSON object instead: {"id","parentSession","seedLength"}
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
@@ -45,6 +49,14 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let report = store
         .fork_from(&reader, point, args.id)
         .map_err(|e| explain(e, &target.label))?;
-    outln!("{}", report.id)?;
+    if args.json {
+        print_json(&object(vec![
+            ("id", report.id.as_str().into()),
+            ("parentSession", reader.meta().id.as_str().into()),
+            ("seedLength", report.events.into()),
+        ]))?;
+    } else {
+        outln!("{}", report.id)?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use agentlog::event::Value;
 use agentlog::store::SessionInfo;
 
-use crate::cmd::{object, or_null, print_json};
+use crate::cmd::print_json;
 use crate::output::{date_time, one_line, size, Color, Paint};
 use crate::target::{explain, Ctx};
 
@@ -15,7 +15,7 @@ use crate::target::{explain, Ctx};
 ///
 /// A table of id, state, events, size, created, last event time, parent (when any session has
 /// one) and title. --json prints one JSON array of {"id","title","state","events","bytes","createdAt",
-/// "lastEventTime","parentSession"} (times in epoch milliseconds; null for what is absent).
+/// "lastEventTime","parentSession","seedLength"} (times in epoch milliseconds; null for what is absent).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print one JSON array
@@ -29,23 +29,24 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let mut infos = Vec::new();
     let mut failed = false;
-    if ctx.exists() {
-        let store = ctx.open_store()?;
-        let ids = store
-            .ids(args.all)
-            .map_err(|e| anyhow::anyhow!("cannot list store {}: {e}", ctx.shown()))?;
-        for id in ids {
-            match store.info(&id) {
-                Ok(info) => infos.push(info),
-                Err(e) => {
-                    eprintln!("error: {:#}", explain(e, &id));
-                    failed = true;
-                }
+    ctx.require()?;
+    let store = ctx.open_store()?;
+    let ids = store
+        .ids(args.all)
+        .map_err(|e| ctx.error("cannot list store", e))?;
+    for id in ids {
+        match store.info(&id) {
+            Ok(info) => infos.push(info),
+            Err(e) => {
+                eprintln!("error: {:#}", explain(e, &id));
+                failed = true;
             }
         }
     }
     if args.json {
-        print_json(&Value::Array(infos.iter().map(json).collect()))?;
+        print_json(&Value::Array(
+            infos.iter().map(SessionInfo::to_json).collect(),
+        ))?;
     } else {
         table(&infos)?;
     }
@@ -54,19 +55,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn json(i: &SessionInfo) -> Value {
-    object(vec![
-        ("id", i.id.clone().into()),
-        ("title", or_null(i.title.clone())),
-        ("state", i.state.as_str().into()),
-        ("events", i.events.into()),
-        ("bytes", i.bytes.into()),
-        ("createdAt", i.created_at.into()),
-        ("lastEventTime", or_null(i.last_event_time)),
-        ("parentSession", or_null(i.parent_session.clone())),
-    ])
 }
 
 fn table(infos: &[SessionInfo]) -> Result<()> {

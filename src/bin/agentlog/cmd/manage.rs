@@ -3,18 +3,24 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
+use agentlog::session::{SessionMeta, META_FILE};
 use agentlog::store::Store;
 
+use agentlog::event::Value;
+
+use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
-use crate::target::{explain, Ctx};
+use crate::target::{explain, explain_ref, Ctx};
 
 /// Archive sessions: they stay readable (show, export, search, …), appends are refused
 ///
 /// Takes session ids of the store, or --idle-days N to archive every active session whose last
-/// event (or creation, when it has none) is older than N days. A session a writer has open is
-/// not changed (its lock is held): an error names it. `unarchive` makes a session writable again.
+/// append is older than N days (judged by its log files' modification times, not the events'
+/// own times: a session just imported is not idle). A session a writer has open is not changed
+/// (its lock is held): an error names it. A deleted session is refused (`unarchive` brings it
+/// back). `unarchive` makes a session writable again.
 #[derive(Debug, clap::Args)]
 pub struct ArchiveArgs {
     /// Session ids of the store
@@ -23,6 +29,13 @@ pub struct ArchiveArgs {
     /// Archive the active sessions idle for longer than N days instead
     #[arg(long, value_name = "N", conflicts_with = "ids")]
     idle_days: Option<u64>,
+    /// With --idle-days: print `would archive ID` for each idle session, change nothing
+    #[arg(long, requires = "idle_days", conflicts_with = "ids")]
+    dry_run: bool,
+    /// Print one JSON object instead: {"archived":[ID…]} ({"wouldArchive":[ID…]} with
+    /// --dry-run); errors stay on stderr
+    #[arg(long)]
+    json: bool,
 }
 
 /// Make archived (or deleted, not yet garbage-collected) sessions active and writable again
@@ -31,6 +44,9 @@ pub struct UnarchiveArgs {
     /// Session ids of the store
     #[arg(required = true, value_name = "ID")]
     ids: Vec<String>,
+    /// Print one JSON object instead: {"active":[ID…]}; errors stay on stderr
+    #[arg(long)]
+    json: bool,
 }
 
 /// Delete sessions: hidden from ls, search and stats at once; `agentlog gc` removes their files
@@ -42,22 +58,24 @@ pub struct DeleteArgs {
     /// Session ids of the store
     #[arg(required = true, value_name = "ID")]
     ids: Vec<String>,
+    /// Print one JSON object instead: {"deleted":[ID…]}; errors stay on stderr
+    #[arg(long)]
+    json: bool,
 }
 
 /// Remove the files of deleted sessions, and what imports or forks killed half-way left behind
 ///
 /// Prints each session removed. A deleted session a writer still has open is left for a later gc.
 #[derive(Debug, clap::Args)]
-pub struct GcArgs {}
+pub struct GcArgs {
+    /// Print one JSON object instead: {"removed":[ID…]}; errors stay on stderr
+    #[arg(long)]
+    json: bool,
+}
 
 /// The store, which must exist: these commands never create one.
 fn store(ctx: &Ctx) -> Result<Store> {
-    if !ctx.exists() {
-        return Err(anyhow!(
-            "no store at {} (choose the store with --store DIR or $AGENTLOG_STORE)",
-            ctx.shown()
-        ));
-    }
+    ctx.require()?;
     ctx.open_store()
 }
 
@@ -67,19 +85,28 @@ fn each(
     ctx: &Ctx,
     ids: &[String],
     what: &str,
+    json: bool,
     change: impl Fn(&Store, &str) -> agentlog::Result<()>,
 ) -> Result<ExitCode> {
     let store = store(ctx)?;
-    let p = Paint::stdout();
+    let mut done = Vec::new();
     let mut failed = false;
     for id in ids {
         match change(&store, id) {
-            Ok(()) => outln!("{} {id}", p.paint(Color::Green, what))?,
+            Ok(()) => {
+                if !json {
+                    outln!("{} {id}", Paint::stdout().paint(Color::Green, what))?;
+                }
+                done.push(id.clone());
+            }
             Err(e) => {
                 eprintln!("error: {:#}", explain(e, id));
                 failed = true;
             }
         }
+    }
+    if json {
+        print_ids(what, &done)?;
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -88,40 +115,103 @@ fn each(
     })
 }
 
+/// `{"KEY":[ID…]}` on one line.
+fn print_ids(key: &str, ids: &[String]) -> Result<()> {
+    let ids = Value::Array(ids.iter().map(|id| Value::from(id.as_str())).collect());
+    print_json(&object(vec![(key, ids)]))
+}
+
 pub fn run_archive(ctx: &Ctx, args: ArchiveArgs) -> Result<ExitCode> {
     match args.idle_days {
         Some(days) => {
             let store = store(ctx)?;
             let age = Duration::from_secs(days.saturating_mul(86_400));
-            let archived = store
-                .archive_idle(age)
-                .map_err(|e| anyhow!("cannot archive in store {}: {e}", ctx.shown()))?;
-            let p = Paint::stdout();
-            for id in &archived {
-                outln!("{} {id}", p.paint(Color::Green, "archived"))?;
+            // A session that cannot be read is named and left as it is; the others are archived.
+            let mut skipped = Vec::new();
+            let skip = |id: &str, e| {
+                skipped.push((id.to_string(), e));
+                Ok(())
+            };
+            let (what, ids) = if args.dry_run {
+                ("would archive", store.idle_skipping(age, skip))
+            } else {
+                ("archived", store.archive_idle_skipping(age, skip))
+            };
+            let ids = ids.map_err(|e| ctx.error("cannot archive in store", e))?;
+            if args.json {
+                let key = if args.dry_run {
+                    "wouldArchive"
+                } else {
+                    "archived"
+                };
+                print_ids(key, &ids)?;
+            } else {
+                let p = Paint::stdout();
+                for id in &ids {
+                    outln!("{} {id}", p.paint(Color::Green, what))?;
+                }
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if super::search::report_skipped(skipped) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
-        None => each(ctx, &args.ids, "archived", |s, id| s.archive(id)),
+        None => each(ctx, &args.ids, "archived", args.json, |s, id| s.archive(id)),
     }
 }
 
 pub fn run_unarchive(ctx: &Ctx, args: UnarchiveArgs) -> Result<ExitCode> {
-    each(ctx, &args.ids, "active", |s, id| s.unarchive(id))
+    each(ctx, &args.ids, "active", args.json, |s, id| s.unarchive(id))
 }
 
 pub fn run_delete(ctx: &Ctx, args: DeleteArgs) -> Result<ExitCode> {
-    each(ctx, &args.ids, "deleted", |s, id| s.delete(id))
+    each(ctx, &args.ids, "deleted", args.json, |s, id| {
+        // A session whose session.json is lost or damaged is deleted too: say what was done.
+        let broken = match SessionMeta::load(&s.session_dir(id)?) {
+            Err(agentlog::Error::BrokenMeta { path, reason }) => Some((path, reason)),
+            _ => None,
+        };
+        s.delete(id)?;
+        if let Some((path, reason)) = broken {
+            eprintln!(
+                "note: session {id}: its {} was damaged ({reason}); it was replaced by one \
+                 saying \"deleted\" (the damaged file, if any, kept beside it as {META_FILE}.damaged)",
+                path.display()
+            );
+        }
+        Ok(())
+    })
 }
 
-pub fn run_gc(ctx: &Ctx, _args: GcArgs) -> Result<ExitCode> {
+pub fn run_gc(ctx: &Ctx, args: GcArgs) -> Result<ExitCode> {
     let store = store(ctx)?;
+    // A session whose state cannot be read (session.json lost or damaged) is left as it is,
+    // named, and the others are collected.
+    let mut skipped = Vec::new();
     let removed = store
-        .gc()
-        .map_err(|e| anyhow!("cannot collect garbage in store {}: {e}", ctx.shown()))?;
-    let p = Paint::stdout();
-    for id in &removed {
-        outln!("{} {id}", p.paint(Color::Yellow, "removed"))?;
+        .gc_skipping(|id, e| {
+            skipped.push((id.to_string(), e));
+            Ok(())
+        })
+        .map_err(|e| ctx.error("cannot collect garbage in store", e))?;
+    if args.json {
+        print_ids("removed", &removed)?;
+    } else {
+        let p = Paint::stdout();
+        for id in &removed {
+            outln!("{} {id}", p.paint(Color::Yellow, "removed"))?;
+        }
     }
-    Ok(ExitCode::SUCCESS)
+    for (id, e) in &skipped {
+        match explain_ref(e, id) {
+            Some(why) => eprintln!("error: {why:#} (gc left it as it is)"),
+            None => eprintln!("error: session {id}: {e} (gc left it as it is)"),
+        }
+    }
+    Ok(if skipped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

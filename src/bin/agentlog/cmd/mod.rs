@@ -2,6 +2,7 @@
 
 pub mod append;
 pub mod close;
+pub mod create;
 pub mod derive;
 pub mod export;
 pub mod fork;
@@ -36,9 +37,4 @@ pub fn object(members: Vec<(&str, Value)>) -> Value {
         let _ = m.push(k, v);
     }
     Value::Object(m)
-}
-
-/// `Some(x)` as a JSON value, `None` as `null`.
-pub fn or_null<T: Into<Value>>(v: Option<T>) -> Value {
-    v.map_or(Value::Null, Into::into)
 }

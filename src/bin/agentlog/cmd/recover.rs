@@ -5,11 +5,16 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 
-use agentlog::log::{self, DamageClass, RecoveryMode};
-use agentlog::session::Session;
+use std::path::Path;
 
+use agentlog::log::{self, DamageClass, Log, RecoveryMode};
+use agentlog::session::{Session, SessionMeta, SessionOptions, META_FILE, PAYLOAD_SCHEMA};
+
+use agentlog::event::Value;
+
+use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
-use crate::target::Ctx;
+use crate::target::{Ctx, Target};
 
 /// Repair a session after a crash, reporting exactly what was cut
 ///
@@ -17,7 +22,15 @@ use crate::target::Ctx;
 /// of an append leaves; no acknowledged event is lost). Damage a crash cannot explain (a complete
 /// record that fails its checksum, damage in a sealed segment) is refused; --salvage keeps every
 /// valid event before the damage and cuts the rest, keeping the cut files in the session's
-/// damaged/ folder. Then the session is closed cleanly. Needs the session's writer lock.
+/// damaged/ folder, and writes every valid event found after the damage (decoded, with its
+/// original seq) to damaged/<file>.after.jsonl. Then the session is closed cleanly. Needs the
+/// session's writer lock.
+///
+/// A missing, invalid or checksum-failing session.json is rebuilt first from the session's
+/// LOGMETA (the header and configuration it was created with; state active; the damaged file
+/// kept as session.json.damaged). A session without LOGMETA (created by an older agentlog) gets
+/// one from its sound session.json; when both are lost the log is still recovered and the
+/// command says how to write session.json by hand.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
@@ -25,6 +38,12 @@ pub struct Args {
     /// Cut everything from the first damaged record on (kept in damaged/)
     #[arg(long)]
     salvage: bool,
+    /// Print one JSON object instead: {"session","metaRebuilt","events","state","cut",
+    /// "salvaged":[…],"indexesRebuilt":[…],"removed":[…],"openTurn","violations"} ("cut": null,
+    /// or {"class","path","offset","firstLostSeq","bytes","reason","droppedSegments",
+    /// "keptCopies"}; "metaRebuilt": null or what was wrong with session.json)
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
@@ -36,6 +55,61 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     } else {
         RecoveryMode::TolerateTornTail
     };
+    // session.json first: the session cannot be opened without it.
+    let repaired = {
+        let _lock = log::lock_dir(&target.dir).map_err(|e| target.error(e.into()))?;
+        SessionMeta::repair(&target.dir)
+    };
+    let repair = match repaired {
+        Ok(r) => r,
+        Err(agentlog::Error::BrokenMeta { path, reason }) => {
+            return recover_log_only(&target, options, &path, &reason, p, args.json)
+        }
+        Err(e) => return Err(target.error(e)),
+    };
+    if let Some(problem) = repair.problem.as_ref().filter(|_| !args.json) {
+        let problem = match problem.strip_prefix("missing") {
+            Some(rest) => format!("was missing{rest}"),
+            None => format!("was damaged ({problem})"),
+        };
+        outln!(
+            "{}: {} {META_FILE} {problem}; rebuilt from {} with the header and \
+             configuration the session was created with, state active{}",
+            target.label,
+            p.paint(Color::Yellow, "rebuilt:"),
+            log::LOGMETA_FILE,
+            repair
+                .kept
+                .as_ref()
+                .map(|k| format!("; the damaged file is kept as {}", k.display()))
+                .unwrap_or_default()
+        )?;
+    }
+    if repair.checksum_added && !args.json {
+        outln!(
+            "{}: {META_FILE} had no checksum (an older agentlog wrote it): written again with one",
+            target.label
+        )?;
+    }
+    if repair.logmeta_written && !args.json {
+        outln!(
+            "{}: {} written (what rebuilding {META_FILE} needs, kept beside the log)",
+            target.label,
+            log::LOGMETA_FILE
+        )?;
+    }
+    if let Some(problem) = &repair.logmeta_problem {
+        if args.json {
+            eprintln!("warning: {}: {problem}", target.label);
+        } else {
+            outln!(
+                "{}: {} {problem} ({META_FILE} is sound, so nothing is lost, but it could not be \
+             rebuilt from it)",
+                target.label,
+                p.paint(Color::Red, "warning:")
+            )?;
+        }
+    }
     let (session, report) = Session::open(&target.dir, options).map_err(|e| match e {
         agentlog::Error::Log(log::Error::Corrupt(c)) if !args.salvage => anyhow!(
             "session {} is damaged where a crash cannot explain it: {c}; nothing was changed. \
@@ -46,41 +120,43 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         ),
         other => target.error(other),
     })?;
+    if args.json {
+        let turn = report.open_work.turn.map(|(t, _)| t);
+        print_json(&object(vec![
+            ("session", target.label.as_str().into()),
+            (
+                "metaRebuilt",
+                repair.problem.as_deref().map_or(Value::Null, Value::from),
+            ),
+            ("events", report.log.events.into()),
+            ("state", report.state.to_string().into()),
+            ("cut", cut_json(&report.log)),
+            (
+                "salvaged",
+                strings(report.salvaged.iter().map(ToString::to_string)),
+            ),
+            (
+                "indexesRebuilt",
+                strings(
+                    report
+                        .log
+                        .indexes_rebuilt
+                        .iter()
+                        .map(|p| p.display().to_string()),
+                ),
+            ),
+            (
+                "removed",
+                strings(report.log.removed.iter().map(|p| p.display().to_string())),
+            ),
+            ("openTurn", turn.map_or(Value::Null, Value::from)),
+            ("violations", (report.violations.len() as u64).into()),
+        ]))?;
+        session.close().map_err(|e| target.error(e))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_log_report(&target.label, &report.log, &report.salvaged, p)?;
     let log = &report.log;
-    outln!("{}: {log}", target.label)?;
-    match &log.cut {
-        None => outln!("  nothing was cut")?,
-        Some(cut) => {
-            let what = match cut.class {
-                DamageClass::TornTail => "torn tail",
-                DamageClass::Corruption => "damage",
-            };
-            outln!(
-                "  {} {what} in {} at byte offset {}",
-                p.paint(Color::Yellow, "cut:"),
-                cut.at.path.display(),
-                cut.at.offset
-            )?;
-            outln!(
-                "    from seq {} on, {} byte(s): {}",
-                cut.first_lost_seq,
-                cut.bytes,
-                cut.at.kind
-            )?;
-            for seg in &cut.dropped_segments {
-                outln!("    later segment moved to damaged/: {}", seg.display())?;
-            }
-            for copy in &cut.kept_copies {
-                outln!("    copy of the damaged segment kept: {}", copy.display())?;
-            }
-        }
-    }
-    for idx in &log.indexes_rebuilt {
-        outln!("  index rebuilt: {}", idx.display())?;
-    }
-    for f in &log.removed {
-        outln!("  removed a file a crashed writer left: {}", f.display())?;
-    }
     outln!("  {} event(s) now, turn state {}", log.events, report.state)?;
     let work = &report.open_work;
     if let Some((turn, _)) = work.turn {
@@ -107,4 +183,147 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     }
     session.close().map_err(|e| target.error(e))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A JSON array of strings.
+fn strings(items: impl Iterator<Item = String>) -> Value {
+    Value::Array(items.map(Value::from).collect())
+}
+
+/// What opening the log cut, as JSON (`null` when nothing).
+fn cut_json(log: &log::RecoveryReport) -> Value {
+    let Some(cut) = &log.cut else {
+        return Value::Null;
+    };
+    let class = match cut.class {
+        DamageClass::TornTail => "tornTail",
+        DamageClass::Corruption => "damage",
+    };
+    object(vec![
+        ("class", class.into()),
+        ("path", cut.at.path.display().to_string().into()),
+        ("offset", cut.at.offset.into()),
+        ("firstLostSeq", cut.first_lost_seq.into()),
+        ("bytes", cut.bytes.into()),
+        ("reason", cut.at.kind.to_string().into()),
+        (
+            "droppedSegments",
+            strings(cut.dropped_segments.iter().map(|p| p.display().to_string())),
+        ),
+        (
+            "keptCopies",
+            strings(cut.kept_copies.iter().map(|p| p.display().to_string())),
+        ),
+    ])
+}
+
+/// Prints what opening the log found and did.
+fn print_log_report(
+    label: &str,
+    log: &log::RecoveryReport,
+    salvaged: &[agentlog::session::SalvagedEvents],
+    p: Paint,
+) -> Result<()> {
+    outln!("{label}: {log}")?;
+    match &log.cut {
+        None => outln!("  nothing was cut")?,
+        Some(cut) => {
+            let what = match cut.class {
+                DamageClass::TornTail => "torn tail",
+                DamageClass::Corruption => "damage",
+            };
+            outln!(
+                "  {} {what} in {} at byte offset {}",
+                p.paint(Color::Yellow, "cut:"),
+                cut.at.path.display(),
+                cut.at.offset
+            )?;
+            outln!(
+                "    from seq {} on, {} byte(s): {}",
+                cut.first_lost_seq,
+                cut.bytes,
+                cut.at.kind
+            )?;
+            for seg in &cut.dropped_segments {
+                outln!("    later segment moved to damaged/: {}", seg.display())?;
+            }
+            for copy in &cut.kept_copies {
+                outln!("    copy of the damaged segment kept: {}", copy.display())?;
+            }
+            for s in salvaged {
+                outln!("    {s}")?;
+            }
+        }
+    }
+    for idx in &log.indexes_rebuilt {
+        outln!("  index rebuilt: {}", idx.display())?;
+    }
+    for f in &log.removed {
+        outln!("  removed a file a crashed writer left: {}", f.display())?;
+    }
+    Ok(())
+}
+
+/// session.json is lost and cannot be rebuilt: recovers the log alone (it needs no
+/// session.json), then says what the user can do; exit 1.
+fn recover_log_only(
+    target: &Target,
+    options: SessionOptions,
+    path: &Path,
+    reason: &str,
+    p: Paint,
+    json: bool,
+) -> Result<ExitCode> {
+    let log_options = options
+        .log
+        .clone()
+        .payload_schema(PAYLOAD_SCHEMA)
+        .create(false);
+    let (log, report) = Log::open(&target.dir, log_options).map_err(|e| match e {
+        log::Error::Corrupt(c) => anyhow!(
+            "session {}: {} is damaged ({reason}), and its log is damaged where a crash cannot \
+             explain it: {c}; nothing was changed. `agentlog recover --salvage {}` keeps every \
+             valid event before the damage",
+            target.label,
+            path.display(),
+            target.label
+        ),
+        other => target.error(other.into()),
+    })?;
+    // With --json the error below is the whole answer (stdout stays empty).
+    if !json {
+        print_log_report(&target.label, &report, &[], p)?;
+        outln!("  {} event(s) in the log", report.events)?;
+    }
+    // The time of the first event: a creation time for the session.json to write.
+    let first_time = log
+        .reader()
+        .iter()
+        .next()
+        .and_then(|r| r.ok())
+        .and_then(|rec| {
+            agentlog::event::access_event(rec.payload)
+                .ok()
+                .map(|e| e.time())
+        });
+    log.close().map_err(|e| target.error(e.into()))?;
+    let id = target
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| target.label.clone());
+    Err(anyhow!(
+        "session {}: {}: {reason}. The events are intact (the log was recovered above), but \
+         session.json cannot be rebuilt without {}. Restore it from a backup, or \
+         write it by hand as one line, e.g. \
+         {{\"header\":{{\"type\":\"session\",\"version\":1,\"id\":{id:?},\"createdAt\":{}}},\"state\":\"active\"}} \
+         (a file without a checksum line is accepted), then run `agentlog recover {}` again: it \
+         adds the checksum and writes {}",
+        target.label,
+        path.display(),
+        log::LOGMETA_FILE,
+        first_time.unwrap_or(0),
+        target.label,
+        log::LOGMETA_FILE
+    ))
 }

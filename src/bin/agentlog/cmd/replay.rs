@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -25,7 +26,9 @@ use crate::target::Ctx;
 /// JSON object {"content": string or content blocks, "isError": bool (default false)}, or else
 /// any text, taken as the content (isError = CMD exited non-zero). Each call is reported as equal
 /// or diverged (content and isError compared with the recorded result); the exit status is 1
-/// when any call diverged.
+/// when any call diverged. A call still running after --timeout seconds (default 60) is killed
+/// with what it started and reported as timed out. A command that cannot run at all (sh exits
+/// 127 "not found" or 126 "not executable" printing nothing) stops the replay: exit code 2.
 ///
 /// --json prints one object: {"steps":[{"turn","step","seq","historyMessages","historyBytes",
 /// "calls":[{"seq","callId","name","recorded","replayed","diverged"}]}],"calls","divergences",
@@ -37,6 +40,9 @@ pub struct Args {
     /// Run every tool call again through this shell command
     #[arg(long, value_name = "CMD")]
     run: Option<String>,
+    /// With --run: the seconds one call may run before it is killed and reported as timed out
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, requires = "run")]
+    timeout: f64,
     /// Print one JSON object
     #[arg(long)]
     json: bool,
@@ -45,6 +51,10 @@ pub struct Args {
 /// Runs tool calls through a shell command.
 struct ShellExecutor {
     command: String,
+    /// How long one call may run.
+    timeout: Duration,
+    /// Set once the command cannot run: every later call fails with it, and the command fails.
+    fatal: Option<String>,
 }
 
 fn content_value(c: &ToolContent) -> Value {
@@ -98,27 +108,98 @@ fn parse_output(stdout: &str, failed: bool) -> std::result::Result<ToolOutput, S
     })
 }
 
+/// Exit codes of `sh -c` for a command it could not run: 126 not executable, 127 not found.
+const CANNOT_RUN: [i32; 2] = [126, 127];
+
 impl ToolExecutor for ShellExecutor {
     fn execute(&mut self, call: &ReplayCall) -> std::result::Result<ToolOutput, String> {
+        if let Some(why) = &self.fatal {
+            return Err(why.clone());
+        }
+        let result = self.run_once(call);
+        if let Err(Fatal(why)) = &result {
+            self.fatal = Some(why.clone());
+        }
+        result.map_err(|Fatal(why)| why).and_then(|r| r)
+    }
+}
+
+/// A failure that stops the replay: the command cannot run at all.
+struct Fatal(String);
+
+impl ShellExecutor {
+    /// Runs the command for one call, killing it (its whole process group) after the timeout.
+    /// The inner result is the call's (a timeout, bad output); the outer a command that cannot
+    /// run.
+    fn run_once(
+        &mut self,
+        call: &ReplayCall,
+    ) -> std::result::Result<std::result::Result<ToolOutput, String>, Fatal> {
+        use std::os::unix::process::CommandExt;
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(&self.command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            // Its own process group: a timeout kills what it started too.
+            .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot run {:?}: {e}", self.command))?;
+            .map_err(|e| Fatal(format!("cannot run `sh -c {:?}`: {e}", self.command)))?;
         if let Some(mut stdin) = child.stdin.take() {
             let input = format!("{}\n", call_input(call));
-            // A command that does not read its input closes the pipe early: not an error.
-            let _ = stdin.write_all(input.as_bytes());
+            // Written from a thread: a command that does not read its input must not block us.
+            // A command that closes the pipe early is not an error.
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(input.as_bytes());
+            });
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("running {:?}: {e}", self.command))?;
-        let stdout = String::from_utf8(out.stdout)
-            .map_err(|_| "the command printed invalid UTF-8".to_string())?;
-        parse_output(&stdout, !out.status.success())
+        let reader = child.stdout.take().map(|mut out| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut out, &mut bytes);
+                bytes
+            })
+        });
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() >= self.timeout => {
+                    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                        let _ =
+                            rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                    }
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Ok(Err(format!(
+                        "timed out: the command ran for {} s without finishing (killed; \
+                         --timeout SECONDS changes the limit)",
+                        self.timeout.as_secs_f64()
+                    )));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Ok(Err(format!("running {:?}: {e}", self.command))),
+            }
+        };
+        let stdout = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+        if stdout.is_empty() && status.code().is_some_and(|c| CANNOT_RUN.contains(&c)) {
+            return Err(Fatal(format!(
+                "the --run command {:?} cannot run (sh exited with {}: {}; its message is \
+                 above); nothing was replayed",
+                self.command,
+                status.code().unwrap_or_default(),
+                if status.code() == Some(127) {
+                    "command not found"
+                } else {
+                    "not executable"
+                }
+            )));
+        }
+        let Ok(stdout) = String::from_utf8(stdout) else {
+            return Ok(Err("the command printed invalid UTF-8".to_string()));
+        };
+        Ok(parse_output(&stdout, !status.success()))
     }
 }
 
@@ -187,9 +268,24 @@ fn summary(o: Option<&ToolOutput>) -> String {
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
-    let mut shell = args.run.map(|command| ShellExecutor { command });
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        eprintln!(
+            "error: --timeout {}: expected a number of seconds above 0",
+            args.timeout
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut shell = args.run.map(|command| ShellExecutor {
+        command,
+        timeout: Duration::from_secs_f64(args.timeout.min(1e9)),
+        fatal: None,
+    });
     let executor = shell.as_mut().map(|s| s as &mut dyn ToolExecutor);
     let report = replay(&reader, executor).map_err(|e| target.error(e))?;
+    if let Some(why) = shell.as_ref().and_then(|s| s.fatal.as_ref()) {
+        eprintln!("error: {why}");
+        return Ok(ExitCode::from(2));
+    }
     if args.json {
         print_json(&report_json(&report))?;
     } else {

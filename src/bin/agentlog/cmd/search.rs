@@ -4,7 +4,7 @@ use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use agentlog::event::{decode_event, ArchivedEvent, Value};
 use agentlog::session::{SearchStats, SessionReader, SessionState};
@@ -112,16 +112,19 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         paint: Paint::stdout(),
         json: args.json,
         failed: None,
+        width: 0,
     };
     let mut failed = false;
     let stats = if args.sessions.is_empty() {
-        if !ctx.exists() {
-            return Err(anyhow!(
-                "no store at {} (choose the store with --store DIR or $AGENTLOG_STORE)",
-                ctx.shown()
-            ));
-        }
+        ctx.require()?;
         let store = ctx.open_store()?;
+        printer.width = store
+            .ids(false)
+            .map_err(|e| ctx.error("cannot list store", e))?
+            .iter()
+            .map(|id| id.chars().count())
+            .max()
+            .unwrap_or(0);
         // A session that cannot be read is reported and skipped: the others are still searched.
         let mut skipped = Vec::new();
         let result = store.search_skipping(
@@ -133,12 +136,20 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             },
         );
         printer.finish()?;
-        let stats = result.map_err(|e| anyhow!("cannot search store {}: {e}", ctx.shown()))?;
+        let stats = result.map_err(|e| ctx.error("cannot search store", e))?;
         failed = report_skipped(skipped);
         stats
     } else {
         search_sessions(ctx, &args.sessions, &query, &mut printer)?
     };
+    if let (Some(since), Some(until)) = (args.since, args.until) {
+        if since >= until && stats.matches == 0 {
+            eprintln!(
+                "note: no match: --since ({since}) is not before --until ({until}), so no time \
+                 is in the range (since <= time < until; both in epoch milliseconds here)"
+            );
+        }
+    }
     if stderr_is_terminal() {
         eprintln!(
             "{} match(es); {} event(s) of {} session(s) searched",
@@ -161,6 +172,9 @@ pub fn report_skipped(skipped: Vec<(String, agentlog::Error)>) -> bool {
 }
 
 fn skipped_message(id: &str, e: &agentlog::Error) -> String {
+    if let Some(why) = crate::target::explain_ref(e, id) {
+        return format!("{why:#} (skipped)");
+    }
     format!(
         "session {id} was skipped: {e} (check it with `agentlog verify {id}`; \
          `agentlog recover --salvage {id}` keeps its valid events)"
@@ -189,6 +203,11 @@ fn search_sessions(
     // In id order, each directory once (an id and a path may name the same one).
     readers.sort_by(|a, b| a.1.meta().id.cmp(&b.1.meta().id));
     readers.dedup_by(|a, b| same_dir(a.1.dir(), b.1.dir()));
+    printer.width = readers
+        .iter()
+        .map(|(_, r)| r.meta().id.chars().count())
+        .max()
+        .unwrap_or(0);
     let mut total = SearchStats::default();
     let mut remaining = query.max_matches();
     for (label, reader) in &readers {
@@ -230,6 +249,8 @@ struct Printer {
     paint: Paint,
     json: bool,
     failed: Option<anyhow::Error>,
+    /// The width of the session column: the longest id searched, so columns stay aligned.
+    width: usize,
 }
 
 impl Printer {
@@ -264,10 +285,11 @@ impl Printer {
             })?;
             let p = self.paint;
             let line = lines::event_line(p, &owned, true, 0, Pairing::Unknown);
+            let column = format!("{session:<width$}", width = self.width);
             writeln!(
                 self.out,
                 "{} {}",
-                p.paint(Color::Bold, session),
+                p.paint(Color::Bold, &column),
                 line.trim_end()
             )?;
         }

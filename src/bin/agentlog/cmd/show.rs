@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use agentlog::event::{decode_event, Event, EventData, EventType, JsonlWriter};
-use agentlog::session::{SessionReader, TypeFilter};
+use agentlog::session::{SessionMeta, SessionReader, SessionState, TypeFilter};
 
 use crate::lines::{self, Pairing};
 use crate::output::{local_day, Color, Paint};
@@ -19,7 +19,8 @@ use crate::target::{Ctx, Target};
 ///
 /// Each line: seq, local time, type, and a short summary. Events inside a turn are indented by two spaces, inside a step by four. A tool call shows
 /// "→ CALL_ID" and its result "↳ CALL_ID TOOL"; a call that never got a result is flagged
-/// "(no result)". Colors only on a terminal, and never when NO_COLOR is set.
+/// "(no result)". Colors only on a terminal, and never when NO_COLOR is set to a non-empty
+/// value.
 #[derive(Debug, clap::Args)]
 pub struct ShowArgs {
     /// The session: an id in the store, or a session directory
@@ -44,7 +45,8 @@ pub struct ShowArgs {
 
 /// Print the last events of a session; with -f, follow new ones
 ///
-/// With -f the command keeps printing the events another process appends (until interrupted).
+/// With -f the command keeps printing the events another process appends (until interrupted, or
+/// until the session is deleted: then a note on stderr, exit code 0).
 #[derive(Debug, clap::Args)]
 pub struct TailArgs {
     /// The session: an id in the store, or a session directory
@@ -74,7 +76,81 @@ pub fn run_show(ctx: &Ctx, args: ShowArgs) -> Result<ExitCode> {
     view.date = spans_days(&reader, from, end, false);
     view.print(&reader, from, end, &filter)?;
     view.flush()?;
+    if view.shown == 0 {
+        if let Some(why) = why_empty(&reader, &args, len) {
+            eprintln!("note: no event shown: {why}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why `show` printed nothing, said on stderr (an empty answer must not look like an empty
+/// session): the range, the turn or the types asked for. `None` when the session is empty and
+/// nothing narrowed it.
+fn why_empty(reader: &SessionReader, args: &ShowArgs, len: u64) -> Option<String> {
+    if let (Some(from), Some(to)) = (args.from, args.to) {
+        if from > to {
+            return Some(format!("--from {from} is after --to {to}"));
+        }
+    }
+    if len == 0 {
+        return Some(format!("session {} has no events", args.session));
+    }
+    if let Some(from) = args.from.filter(|&f| f >= len) {
+        return Some(format!(
+            "--from {from} is past the last event (seq {})",
+            len - 1
+        ));
+    }
+    // The turns and types of the session (a damaged event ends the scan).
+    let mut turns: HashSet<u64> = HashSet::new();
+    let mut types: Vec<String> = Vec::new();
+    for event in reader.events() {
+        let Ok(event) = event else { break };
+        if !types.iter().any(|t| t == event.type_name()) {
+            types.push(event.type_name().to_string());
+        }
+        if event.event_type() == Some(EventType::TurnStart) {
+            if let Ok(Event {
+                data: EventData::TurnStart(d),
+                ..
+            }) = decode_event(event)
+            {
+                turns.insert(d.turn);
+            }
+        }
+    }
+    if let Some(turn) = args.turn.filter(|t| !turns.contains(t)) {
+        let label = &args.session;
+        return Some(match (turns.iter().min(), turns.iter().max()) {
+            (Some(lo), Some(hi)) => {
+                format!(
+                    "--turn {turn}: session {label} has no turn {turn} (its turns: {lo} to {hi})"
+                )
+            }
+            _ => format!("--turn {turn}: session {label} has no turns"),
+        });
+    }
+    let filters: Vec<TypeFilter> = args.types.iter().map(|t| TypeFilter::parse(t)).collect();
+    let in_session = types.iter().any(|t| filters.iter().any(|f| f.matches(t)));
+    if !args.types.is_empty() && !in_session {
+        types.sort();
+        let known: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
+        return Some(format!(
+            "session {1} has no event of type {0}; its types are {2} \
+             (the types of EVENTS.md: {3}; a domain like tool or tool/* matches all of its \
+             types)",
+            args.types.join(","),
+            args.session,
+            types.join(", "),
+            known.join(", ")
+        ));
+    }
+    Some(
+        "the session has events of the turn and types asked for, but none matches everything \
+         asked for together (--from, --to, --turn, --type)"
+            .to_string(),
+    )
 }
 
 pub fn run_tail(ctx: &Ctx, args: TailArgs) -> Result<ExitCode> {
@@ -99,6 +175,18 @@ pub fn run_tail(ctx: &Ctx, args: TailArgs) -> Result<ExitCode> {
             view.print(&reader, done, now, &filter)?;
             view.flush()?;
             done = now;
+        }
+        // A deleted session gets no more events: say so and stop (its files may be gone).
+        let deleted = match SessionMeta::load(&target.dir) {
+            Ok(meta) => meta.state == SessionState::Deleted,
+            Err(_) => !target.dir.exists(),
+        };
+        if deleted {
+            eprintln!(
+                "note: session {} was deleted (it held {} event(s)); tail -f stops",
+                target.label, done
+            );
+            return Ok(ExitCode::SUCCESS);
         }
     }
 }
@@ -331,6 +419,8 @@ struct View<'t> {
     /// Events observed so far (the layout covers seqs below this).
     seen: u64,
     known: Option<Known>,
+    /// Events printed so far.
+    shown: u64,
 }
 
 impl<'t> View<'t> {
@@ -344,6 +434,7 @@ impl<'t> View<'t> {
             date: false,
             layout: Layout::default(),
             seen: 0,
+            shown: 0,
             known: if json {
                 None
             } else {
@@ -387,6 +478,7 @@ impl<'t> View<'t> {
             if visible && filter.accepts(owned.type_name(), placed.turn) {
                 let line = self.line(&owned, &placed, no_result == Some(true));
                 writeln!(self.out, "{line}")?;
+                self.shown += 1;
             }
         }
         self.seen = self.seen.max(end);
@@ -458,6 +550,7 @@ impl<'t> View<'t> {
             }
             if event.seq() >= from && filter.accepts(event.type_name(), turn) {
                 w.write_archived(event)?;
+                self.shown += 1;
             }
         }
         self.seen = self.seen.max(end);

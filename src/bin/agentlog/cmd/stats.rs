@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use agentlog::session::{Durations, SessionStats};
 
@@ -18,15 +18,17 @@ use crate::target::Ctx;
 /// cache read and write, reasoning; over assistant messages and compaction summaries); tool
 /// calls, errors (results with isError), failure rate and call-to-result latency per tool;
 /// bytes on disk. --all sums every session of the store (medians over all of its samples).
-/// --json prints one object: {"events","byType":{TYPE:n},"turns","endReasons":{KIND:n},"steps",
+/// --json prints one object: {"events","byType":{TYPE:n},"turns","endReasons":{KIND:n},
+/// "turnDurationMs":{"median","max"},"steps",
 /// "tokens":{"input","output","cacheRead","cacheWrite","reasoning"},"tools":{NAME:{"calls",
-/// "errors","failureRate","latencyMs":{"median","max"}}},"bytes"}, with a last member
+/// "errors","failureRate","latencyMs":{"median","max"}}},"unansweredCalls","bytes"}, with a last member
 /// "sessions" for --all. With --all, a session that cannot be read (damaged) is named on stderr
 /// and left out of the sums, and the exit code is 1.
 #[derive(Debug, clap::Args)]
+// One of SESSION and --all: the usage line and a usage error say so.
+#[command(group(clap::ArgGroup::new("which").required(true).args(["session", "all"])))]
 pub struct Args {
     /// The session: an id in the store, or a session directory
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
     session: Option<String>,
     /// Sum over every session of the store (deleted ones excepted)
     #[arg(long)]
@@ -49,12 +51,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             }
         }
         None => {
-            if !ctx.exists() {
-                return Err(anyhow!(
-                    "no store at {} (choose the store with --store DIR or $AGENTLOG_STORE)",
-                    ctx.shown()
-                ));
-            }
+            ctx.require()?;
             let store = ctx.open_store()?;
             // A session that cannot be read is reported and left out of the sums.
             let mut skipped = Vec::new();
@@ -63,7 +60,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                     skipped.push((id.to_string(), e));
                     Ok(())
                 })
-                .map_err(|e| anyhow!("cannot read store {}: {e}", ctx.shown()))?;
+                .map_err(|e| ctx.error("cannot read store", e))?;
             failed = super::search::report_skipped(skipped);
             if args.json {
                 print_json(&all.to_json())?;
@@ -135,6 +132,14 @@ fn text(s: &SessionStats, sessions: Option<u64>) -> String {
         "tokens   {} in, {} out, {} cache read, {} cache write, {} reasoning",
         t.input, t.output, t.cache_read, t.cache_write, t.reasoning
     );
+    if s.unanswered_calls > 0 {
+        let _ = writeln!(
+            o,
+            "unanswered calls {} (their step ended without a result; renderings answer them \
+             with TOOL_OUTCOME_UNKNOWN)",
+            s.unanswered_calls
+        );
+    }
     let _ = writeln!(o, "bytes    {} ({})", s.bytes, size(s.bytes));
     if !s.tools.is_empty() {
         let width = s

@@ -4,17 +4,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use agentlog::event::Value;
-
-use crate::cmd::{object, or_null, print_json};
+use crate::cmd::print_json;
 use crate::output::{Color, Paint};
 use crate::target::Ctx;
 
 /// Print the turn state and what is open
 ///
 /// The turn state of EVENTS.md §7, the open turn and step, unanswered tool calls, pending
-/// approvals, and the number of events. --json prints {"state","openTurn","openStep","unansweredCalls":[callId…],
-/// "pendingApprovals":[callId…],"events"}, with null for what is not open.
+/// approvals, the calls whose step ended without a result, and the number of events. --json
+/// prints {"state","openTurn","openStep","unansweredCalls":[callId…],"pendingApprovals":[callId…],
+/// "closedUnanswered":[callId…],"events"}, with null for what is not open.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
@@ -30,24 +29,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let lifecycle = reader.lifecycle().map_err(|e| target.error(e))?;
     let state = lifecycle.state();
     let work = lifecycle.open_work();
+    let closed = lifecycle.closed_unanswered();
     let events = reader.len();
     if args.json {
-        let ids = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
-        print_json(&object(vec![
-            ("state", state.as_str().into()),
-            ("openTurn", or_null(work.turn.map(|(t, _)| t))),
-            ("openStep", or_null(work.step.map(|(s, _)| s))),
-            (
-                "unansweredCalls",
-                ids(work
-                    .unanswered_calls
-                    .iter()
-                    .map(|c| c.call_id.clone())
-                    .collect()),
-            ),
-            ("pendingApprovals", ids(work.pending_approvals.clone())),
-            ("events", events.into()),
-        ]))?;
+        print_json(&lifecycle.status_json(events))?;
         return Ok(ExitCode::SUCCESS);
     }
     let p = Paint::stdout();
@@ -88,6 +73,21 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                 c.seq
             )?;
         }
+    }
+    for (i, c) in closed.iter().enumerate() {
+        outln!(
+            "{}{} {} (step {}, seq {}): its step ended without a result; renderings answer \
+             it with TOOL_OUTCOME_UNKNOWN",
+            if i == 0 {
+                "no result    "
+            } else {
+                "             "
+            },
+            p.paint(Color::Yellow, &c.call_id),
+            c.name,
+            c.step,
+            c.seq
+        )?;
     }
     if work.pending_approvals.is_empty() {
         outln!("approvals    -")?;

@@ -2,12 +2,15 @@
 
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use agentlog::log::{self, DamageClass, IndexCheck};
-use agentlog::session::META_FILE;
+use agentlog::session::{SessionMeta, META_FILE};
 use agentlog::store::SESSIONS_DIR;
 
+use agentlog::event::Value;
+
+use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
 use crate::progress::Progress;
 use crate::target::{explain, Ctx, Target};
@@ -20,13 +23,28 @@ use crate::target::{explain, Ctx, Target};
 /// An incomplete last record (a crash in the middle of an append, or an append in progress) is
 /// reported but is not damage: the next writer, or `agentlog recover`, cuts it.
 #[derive(Debug, clap::Args)]
+// One of SESSION and --all: the usage line and a usage error say so.
+#[command(group(clap::ArgGroup::new("which").required(true).args(["session", "all"])))]
 pub struct Args {
     /// The session: an id in the store, or a session directory
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
     session: Option<String>,
     /// Check every session of the store (deleted ones included)
     #[arg(long)]
     all: bool,
+    /// Print one JSON line per session: {"session","ok","events","segments","problems":[…],
+    /// "notes":[…]} (the messages as the text report words them)
+    #[arg(long)]
+    json: bool,
+}
+
+/// What checking one session found.
+struct Checked {
+    /// The log could not be read at all (its one problem says why).
+    unreadable: bool,
+    events: u64,
+    segments: usize,
+    problems: Vec<String>,
+    notes: Vec<String>,
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
@@ -34,25 +52,28 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let targets = match &args.session {
         Some(s) => vec![ctx.resolve(s)?],
         None => {
-            if !ctx.exists() {
-                return Err(anyhow!("no store at {}", ctx.shown()));
-            }
+            ctx.require()?;
             let store = ctx.open_store()?;
             let ids = store
                 .ids(true)
-                .map_err(|e| anyhow!("cannot list store {}: {e}", ctx.shown()))?;
+                .map_err(|e| ctx.error("cannot list store", e))?;
             note_strangers(ctx, &ids);
             ids.iter().map(|id| ctx.in_store(id)).collect()
         }
     };
     let mut bad = 0usize;
     for target in &targets {
-        let problems = check(target, p)?;
-        if problems > 0 {
+        let checked = check(target)?;
+        if !checked.problems.is_empty() {
             bad += 1;
         }
+        if args.json {
+            print_json(&checked_json(&target.label, &checked))?;
+        } else {
+            print_text(&target.label, &checked, p)?;
+        }
     }
-    if args.all {
+    if args.all && !args.json {
         outln!(
             "{} session(s) checked, {}",
             targets.len(),
@@ -97,8 +118,49 @@ fn note_strangers(ctx: &Ctx, ids: &[String]) {
     }
 }
 
-/// Checks one session and prints its report; returns the number of problems found.
-fn check(target: &Target, p: Paint) -> Result<usize> {
+/// The JSON line of one session's report.
+fn checked_json(label: &str, c: &Checked) -> Value {
+    let strings = |v: &[String]| Value::Array(v.iter().map(|s| Value::from(s.as_str())).collect());
+    object(vec![
+        ("session", label.into()),
+        ("ok", c.problems.is_empty().into()),
+        ("events", c.events.into()),
+        ("segments", (c.segments as u64).into()),
+        ("problems", strings(&c.problems)),
+        ("notes", strings(&c.notes)),
+    ])
+}
+
+/// The text report of one session.
+fn print_text(label: &str, c: &Checked, p: Paint) -> Result<()> {
+    let (events, segments) = (c.events, c.segments);
+    if c.problems.is_empty() {
+        outln!(
+            "{} {label}: {events} event(s) in {segments} segment(s); every record, index, \
+             lifecycle rule and projection step checked",
+            p.paint(Color::Green, "ok")
+        )?;
+    } else if c.unreadable {
+        let why = c.problems.first().map_or("", String::as_str);
+        outln!("{} {label}: {why}", p.paint(Color::Red, "FAILED"))?;
+    } else {
+        outln!(
+            "{} {label}: {} problem(s); {events} valid event(s) in {segments} segment(s)",
+            p.paint(Color::Red, "FAILED"),
+            c.problems.len()
+        )?;
+        for problem in &c.problems {
+            outln!("  {} {problem}", p.paint(Color::Red, "-"))?;
+        }
+    }
+    for note in &c.notes {
+        outln!("  {} {note}", p.paint(Color::Yellow, "note:"))?;
+    }
+    Ok(())
+}
+
+/// Checks one session: what is wrong (problems) and what is worth knowing (notes).
+fn check(target: &Target) -> Result<Checked> {
     let label = &target.label;
     let mut problems: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
@@ -108,15 +170,21 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
         Ok(r) => r,
         Err(e) => {
             let e = explain(agentlog::Error::Log(e), label);
-            outln!("{} {label}: {e:#}", p.paint(Color::Red, "FAILED"))?;
-            return Ok(1);
+            return Ok(Checked {
+                unreadable: true,
+                events: 0,
+                segments: 0,
+                problems: vec![format!("{e:#}")],
+                notes: Vec::new(),
+            });
         }
     };
     if let Some(d) = &report.damage {
         match d.class {
             DamageClass::Corruption => problems.push(format!(
                 "damaged record: {} (an open refuses it; `agentlog recover --salvage {label}` \
-                 keeps the {} event(s) before it)",
+                 keeps the {} event(s) before it and writes the valid ones after it to \
+                 damaged/*.after.jsonl)",
                 d.corruption, report.events
             )),
             DamageClass::TornTail => notes.push(format!(
@@ -167,11 +235,41 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
         ));
     }
 
+    // session.json (its checksum) and LOGMETA (what rebuilds it).
+    let meta_broken = match SessionMeta::load_checked(&target.dir) {
+        Ok((_, true)) => false,
+        Ok((_, false)) => {
+            notes.push(format!(
+                "{META_FILE} has no checksum (an older agentlog wrote it); `agentlog recover \
+                 {label}` adds it"
+            ));
+            false
+        }
+        Err(e @ agentlog::Error::BrokenMeta { .. }) => {
+            problems.push(format!("{:#}", explain(e, label)));
+            true
+        }
+        // Reported below, when the session is opened.
+        Err(_) => false,
+    };
+    match log::read_meta(&target.dir) {
+        Ok(Some(_)) => {}
+        Ok(None) => notes.push(format!(
+            "no {} (an older agentlog created the session): {META_FILE} could not be rebuilt if \
+             it were lost; `agentlog recover {label}` writes it",
+            log::LOGMETA_FILE
+        )),
+        Err(e) => problems.push(format!(
+            "{} is damaged: {e} (it is what rebuilds {META_FILE}; the events are not affected)",
+            log::LOGMETA_FILE
+        )),
+    }
+
     // The events: each archive, the lifecycle rules, the projection; up to the damage.
     let events = report.events;
     match target.reader() {
         // The damage found above is why the log cannot be opened: reported once.
-        Err(_) if report.damage.is_some() || !report.unchecked.is_empty() => {}
+        Err(_) if report.damage.is_some() || !report.unchecked.is_empty() || meta_broken => {}
         Err(e) => problems.push(format!("{e:#}")),
         Ok(reader) => {
             let n = events.min(reader.len());
@@ -194,7 +292,23 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
             progress.finish();
             if checked == n {
                 match reader.lifecycle_at(n) {
-                    Ok((_, violations)) => {
+                    Ok((lifecycle, violations)) => {
+                        let closed = lifecycle.closed_unanswered();
+                        if !closed.is_empty() {
+                            let calls: Vec<String> = closed
+                                .iter()
+                                .take(5)
+                                .map(|c| format!("{} (seq {})", c.call_id, c.seq))
+                                .collect();
+                            notes.push(format!(
+                                "{} tool call(s) whose step ended without a result: {}{} \
+                                 (the provider renderings answer each with \
+                                 TOOL_OUTCOME_UNKNOWN)",
+                                closed.len(),
+                                calls.join(", "),
+                                if closed.len() > 5 { ", …" } else { "" }
+                            ));
+                        }
                         for v in violations.iter().take(20) {
                             problems.push(format!("lifecycle: {v}"));
                         }
@@ -214,25 +328,11 @@ fn check(target: &Target, p: Paint) -> Result<usize> {
         }
     }
 
-    let segments = report.segments.len();
-    if problems.is_empty() {
-        outln!(
-            "{} {label}: {events} event(s) in {segments} segment(s); every record, index, \
-             lifecycle rule and projection step checked",
-            p.paint(Color::Green, "ok")
-        )?;
-    } else {
-        outln!(
-            "{} {label}: {} problem(s); {events} valid event(s) in {segments} segment(s)",
-            p.paint(Color::Red, "FAILED"),
-            problems.len()
-        )?;
-        for problem in &problems {
-            outln!("  {} {problem}", p.paint(Color::Red, "-"))?;
-        }
-    }
-    for note in &notes {
-        outln!("  {} {note}", p.paint(Color::Yellow, "note:"))?;
-    }
-    Ok(problems.len())
+    Ok(Checked {
+        unreadable: false,
+        events,
+        segments: report.segments.len(),
+        problems,
+        notes,
+    })
 }
