@@ -21,7 +21,7 @@
 //!   runs `SELECT max(seq)`.
 //!
 //! The appended events cycle through the first 100,000 events of the session; every store starts
-//! afresh (untimed) when the cycle restarts. `cargo bench --bench compare`
+//! afresh (untimed) when the cycle restarts. `cargo bench -p agentlog-benches --bench compare`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

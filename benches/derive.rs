@@ -4,7 +4,7 @@
 //! and steps, user messages, streamed chunks, assistant messages with tool uses, tool calls and
 //! their results (resolved by callId, by sourceEventSeqs and by name).
 //!
-//! `cargo bench --bench derive`
+//! `cargo bench -p agentlog-benches --bench derive`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

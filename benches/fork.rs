@@ -2,7 +2,7 @@
 //! every sealed segment is shared and the last one copied up to the fork point. The target
 //! (issue 7): well under a second, whatever the parent's size.
 //!
-//! `cargo bench --bench fork` (set `AGENTLOG_FORK_MB` for another size)
+//! `cargo bench -p agentlog-benches --bench fork` (set `AGENTLOG_FORK_MB` for another size)
 
 use std::time::{Duration, Instant};
 

@@ -10,7 +10,7 @@
 //! - `sqlite_n_dbs`: N threads, each with its own SQLite database, WAL `synchronous=FULL`, a
 //!   transaction per event.
 //!
-//! `cargo bench --bench group_commit`
+//! `cargo bench -p agentlog-benches --bench group_commit`
 
 use std::path::Path;
 use std::sync::{Arc, Barrier, Mutex};

@@ -2,7 +2,7 @@
 //! the same lines: the example sessions, and a larger generated session (many lines, a realistic
 //! mix of types, some big tool results).
 //!
-//! `cargo bench --bench jsonl_parse`
+//! `cargo bench -p agentlog-benches --bench jsonl_parse`
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use gen::generated_lines;
 
 /// The event lines of the example sessions (the one header line left out).
 fn example_lines() -> Vec<String> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sessions"));
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sessions"));
     let mut lines = Vec::new();
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .expect("examples directory")

@@ -11,7 +11,7 @@
 //! - `open`: opening after a clean close and after a crash; the baseline opens the file and counts
 //!   its lines to learn the next seq.
 //!
-//! `cargo bench --bench log`
+//! `cargo bench -p agentlog-benches --bench log`
 
 use std::fs::File;
 use std::hint::black_box;

@@ -8,7 +8,7 @@
 //! 4. the ratios agentlog ÷ peer of the criterion results found in `target/criterion` (run the
 //!    `compare`, `scaling` and `group_commit` benches first), with their absolute figures.
 //!
-//! `cargo bench --bench report` (`AGENTLOG_REPORT_GB=0.25` for a smaller memory session,
+//! `cargo bench -p agentlog-benches --bench report` (`AGENTLOG_REPORT_GB=0.25` for a smaller memory session,
 //! `AGENTLOG_REPORT_ONLY_RATIOS=1` for the ratio table alone).
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -443,7 +443,7 @@ fn memory_section(corpus: &Corpus) {
 fn criterion_results() -> BTreeMap<String, f64> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
     let mut out = BTreeMap::new();
     let mut stack = vec![target.join("criterion")];
     while let Some(dir) = stack.pop() {
@@ -491,7 +491,7 @@ type Row = (String, String, Vec<(&'static str, String)>);
 fn ratio_section() {
     let r = criterion_results();
     if r.is_empty() {
-        println!("(no criterion results in target/criterion: run `cargo bench --bench compare --bench scaling --bench group_commit` first)\n");
+        println!("(no criterion results in target/criterion: run `cargo bench -p agentlog-benches --bench compare --bench scaling --bench group_commit` first)\n");
         return;
     }
     // (measurement, agentlog id, [(peer label, peer id)])

@@ -8,7 +8,7 @@
 //! - `scaling_get`: one event by a random seq from an N-event store.
 //! - `scaling_open`: opening an N-event store after a clean close.
 //!
-//! `cargo bench --bench scaling`
+//! `cargo bench -p agentlog-benches --bench scaling`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -13,7 +13,7 @@
 //! escapes included; the search counts events whose text holds it); the comparison is of the
 //! bytes each goes through per second.
 //!
-//! `cargo bench --bench search` (`AGENTLOG_SEARCH_MB`, default 256: the JSONL size generated;
+//! `cargo bench -p agentlog-benches --bench search` (`AGENTLOG_SEARCH_MB`, default 256: the JSONL size generated;
 //! `AGENTLOG_BENCH_DIR`, default /tmp: where).
 
 use std::hint::black_box;

@@ -20,8 +20,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         r#"{"type":"assistant/message","data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"ls","input":{}}]}}}"#,
         r#"{"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1","name":"ls","arguments":"{}"}}"#,
     ] {
-        let seq = session.append_draft(parse_draft_line(line)?)?;
-        println!("appended seq {seq:?}");
+        // `None` only for an assistant/chunk the store is configured not to keep.
+        match session.append_draft(parse_draft_line(line)?)? {
+            Some(seq) => println!("appended seq {seq}"),
+            None => println!("accepted, not kept"),
+        }
     }
     // The tool runs: the state says so, and a turn/start now breaks a lifecycle rule.
     assert_eq!(session.state(), TurnState::ToolInvoking);
