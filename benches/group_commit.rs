@@ -4,7 +4,7 @@
 //!
 //! - `agentlog_one_log`: N threads appending to ONE log (`Durability::Sync`): concurrent appends
 //!   share one fdatasync (group commit).
-//! - `agentlog_n_logs`: N threads, each appending to its own log (DESIGN.md: 8 threads to 8
+//! - `agentlog_n_logs`: N threads, each appending to its own log (docs/design.md: 8 threads to 8
 //!   sessions).
 //! - `jsonl_n_files`: N threads, each with its own JSONL file, `write()` + `fdatasync` per event.
 //! - `sqlite_n_dbs`: N threads, each with its own SQLite database, WAL `synchronous=FULL`, a

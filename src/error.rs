@@ -14,7 +14,7 @@ use crate::session::LifecycleError;
 pub enum Error {
     /// The storage engine failed (I/O, damage, lock, poisoned writer, event too large, …).
     Log(log::Error),
-    /// An event was refused by a lifecycle rule (EVENTS.md §6); nothing was written.
+    /// An event was refused by a lifecycle rule (docs/events.md §6); nothing was written.
     Lifecycle(Box<LifecycleError>),
     /// A JSONL line was refused (import, append from text); nothing was written.
     Parse(ParseError),

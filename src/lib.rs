@@ -1,6 +1,6 @@
 //! agentlog: append-only, checksummed, memory-mapped logs for LLM agent sessions.
 //!
-//! A session is a log of typed events (EVENTS.md): appends are checked against the lifecycle
+//! A session is a log of typed events (docs/events.md): appends are checked against the lifecycle
 //! rules, and everything else — the history a model sees, the turn state, statistics — is
 //! derived from the log. The layers, each usable on its own:
 //!

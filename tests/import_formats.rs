@@ -311,7 +311,7 @@ fn types(r: &SessionReader) -> Vec<String> {
 
 /// A Claude Code tool use without a result at the end of the file breaks the lifecycle rules
 /// if kept as is: the importer answers it with TOOL_OUTCOME_UNKNOWN, ends step and turn as
-/// EVENTS.md §7 does (reason `interrupted`) and reports it.
+/// docs/events.md §7 does (reason `interrupted`) and reports it.
 #[test]
 fn an_unanswered_call_is_closed_as_section_7_does_and_reported() {
     let dir = tempfile::tempdir().unwrap();

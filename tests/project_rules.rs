@@ -1,4 +1,4 @@
-//! The projection rules of EVENTS.md §5, one test per rule: replace anywhere on the surface,
+//! The projection rules of docs/events.md §5, one test per rule: replace anywhere on the surface,
 //! the three ways of resolving a tool result's id, empty assistant messages, and every refusal.
 
 mod project_common;
@@ -515,7 +515,7 @@ fn renderings_of_the_examples_are_valid_provider_requests() {
 
 /// Calls c1 and c2, a result for c1 only, then `step/end` and `turn/end`: the renderings had a
 /// `tool_calls` entry (a `tool_use`) for c2 with no result, which both providers refuse. The
-/// call now gets the synthetic error result of EVENTS.md §7 in every rendering; the neutral
+/// call now gets the synthetic error result of docs/events.md §7 in every rendering; the neutral
 /// projection stays as recorded; while the step is open nothing is added.
 #[test]
 fn a_call_left_unanswered_in_a_closed_step_gets_the_synthetic_result() {

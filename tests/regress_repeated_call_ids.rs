@@ -1,4 +1,4 @@
-//! Two `tool/call`s with the same `callId` in one turn were refused (a rule "call ids are unique within a turn" that EVENTS.md §6 does not have), and a result giving that id resolved to the first call even when it was answered already.
+//! Two `tool/call`s with the same `callId` in one turn were refused (a rule "call ids are unique within a turn" that docs/events.md §6 does not have), and a result giving that id resolved to the first call even when it was answered already.
 
 mod session_common;
 

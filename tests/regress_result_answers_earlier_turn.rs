@@ -1,4 +1,4 @@
-//! A `tool/result` whose `callId` (or `sourceEventSeqs[0]`) was also used in an earlier turn was resolved by the projection to the earlier turn's call (EVENTS.md §6: a result answers a call of the same turn), so `replay` attributed the result to the wrong call.
+//! A `tool/result` whose `callId` (or `sourceEventSeqs[0]`) was also used in an earlier turn was resolved by the projection to the earlier turn's call (docs/events.md §6: a result answers a call of the same turn), so `replay` attributed the result to the wrong call.
 
 mod project_common;
 

@@ -1,4 +1,4 @@
-//! A `tool/result` whose `sourceEventSeqs[0]` names an event that is not a `tool/call` was refused by the session's lifecycle, while the projection fell through to the name rule (EVENTS.md §5: "otherwise the earliest unanswered tool/call of the same turn and step with name == toolName"); the two layers disagreed.
+//! A `tool/result` whose `sourceEventSeqs[0]` names an event that is not a `tool/call` was refused by the session's lifecycle, while the projection fell through to the name rule (docs/events.md §5: "otherwise the earliest unanswered tool/call of the same turn and step with name == toolName"); the two layers disagreed.
 
 mod session_common;
 

@@ -1,4 +1,4 @@
-//! A `compact/summary` or `compact/end` with no compaction open was refused (a rule "only inside a compaction" that EVENTS.md lacks: §6 lets `compact/*` appear anywhere, §3 refuses only a new `compact/start` while one is open).
+//! A `compact/summary` or `compact/end` with no compaction open was refused (a rule "only inside a compaction" that docs/events.md lacks: §6 lets `compact/*` appear anywhere, §3 refuses only a new `compact/start` while one is open).
 
 mod session_common;
 

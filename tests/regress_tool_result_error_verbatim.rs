@@ -1,4 +1,4 @@
-//! A `tool/result`'s `error` (no member list in EVENTS.md) was forced into `{code?: string, message?: string}`: its members were reordered on export (not byte-identical) and any other shape (a string, a numeric code) was refused.
+//! A `tool/result`'s `error` (no member list in docs/events.md) was forced into `{code?: string, message?: string}`: its members were reordered on export (not byte-identical) and any other shape (a string, a numeric code) was refused.
 
 use agentlog::event::{parse_draft_line, EventData, Opt, Value};
 use agentlog::store::{ImportOptions, Store};

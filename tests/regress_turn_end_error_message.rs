@@ -1,4 +1,4 @@
-//! A `turn/end` whose `reason.error` had no `message` was accepted, though EVENTS.md §3 gives that `error` as `{code?, message}` (message required); a `tool/result`'s `error` may still lack it.
+//! A `turn/end` whose `reason.error` had no `message` was accepted, though docs/events.md §3 gives that `error` as `{code?, message}` (message required); a `tool/result`'s `error` may still lack it.
 
 mod session_common;
 

@@ -222,7 +222,7 @@ fn error_info() -> impl Strategy<Value = ErrorInfo> {
         })
 }
 
-/// A `turn/end`'s `reason.error`: `{code?, message}`, `message` required (EVENTS.md §3).
+/// A `turn/end`'s `reason.error`: `{code?, message}`, `message` required (docs/events.md §3).
 fn turn_end_error() -> impl Strategy<Value = ErrorInfo> {
     (error_info(), odd_string()).prop_map(|(mut e, message)| {
         e.message = Opt::Present(message);

@@ -1,4 +1,4 @@
-//! The lifecycle rules of EVENTS.md §6 (each accepted and refused), the turn states of §7, and
+//! The lifecycle rules of docs/events.md §6 (each accepted and refused), the turn states of §7, and
 //! closing what a crash left open.
 
 mod session_common;

@@ -19,7 +19,7 @@ create_exception!(
     agentlog,
     LifecycleError,
     Error,
-    "An event refused by a lifecycle rule (EVENTS.md §6); nothing was written. Fields: `rule` \
+    "An event refused by a lifecycle rule (docs/events.md §6); nothing was written. Fields: `rule` \
      (the rule's name, e.g. \"TurnStartWhenIdle\"), `rule_text` (the rule in words), `seq` (the \
      seq the event would have had), `open` (a dict {\"turn\",\"step\",\"compaction\"}: what was \
      open, None for what was not), `event_type`, `detail`."

@@ -1,4 +1,4 @@
-//! Content blocks of messages, streamed chunks, and tool output (EVENTS.md §3).
+//! Content blocks of messages, streamed chunks, and tool output (docs/events.md §3).
 
 use rkyv::{Archive, Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! The payload (`data`) of each known event type, with canonical member order as field order
-//! (EVENTS.md §3), and the closed value sets `ReasonKind` and `Decision`.
+//! (docs/events.md §3), and the closed value sets `ReasonKind` and `Decision`.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
@@ -7,7 +7,7 @@ use super::blocks::{Block, Chunk, ToolContent};
 use super::types::Opt;
 use super::value::{Map, Value};
 
-/// An event of a type not in EVENTS.md: its name and `data`, kept verbatim.
+/// An event of a type not in docs/events.md: its name and `data`, kept verbatim.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[rkyv(derive(Debug))]
 pub struct UnknownEvent {
@@ -71,7 +71,7 @@ pub enum ReasonKind {
 
 /// An error description: `{code?, message?}`.
 ///
-/// One struct serves `turn/end`'s `reason.error` (EVENTS.md: `{code?, message}`) and
+/// One struct serves `turn/end`'s `reason.error` (docs/events.md: `{code?, message}`) and
 /// `tool/result`'s `error` (which the spec gives no members), so `message` is optional in the
 /// type. For `turn/end` it is required: the JSONL codec refuses a `reason.error` without
 /// `message` (naming the line and `data.reason.error.message`), and a session refuses such a
@@ -220,9 +220,9 @@ pub struct ToolResult {
     pub message: ToolMessage,
     /// The id of the call answered (`callId`).
     pub call_id: Opt<String>,
-    /// Why the tool failed, e.g. `{"code":"TOOL_OUTCOME_UNKNOWN"}`. EVENTS.md gives this `error`
-    /// no members, so it is kept verbatim: an object `{code?, message?, …}` (strings or null,
-    /// `code` before `message`, unknown members after both) is held here; any other value (a
+    /// Why the tool failed, e.g. `{"code":"TOOL_OUTCOME_UNKNOWN"}`. docs/events.md gives this
+    /// `error` no members, so it is kept verbatim: an object `{code?, message?, …}` (strings or
+    /// null, `code` before `message`, unknown members after both) is held here; any other value (a
     /// string, another member order, a numeric code, …) is held as the member `"error"` of
     /// [`extra`](Self::extra), with this field absent, and written back in this field's place.
     /// (The archived layout is the one of earlier versions.) When both are set, this field wins.
@@ -377,7 +377,7 @@ pub struct CompactEnd {
 macro_rules! string_enum {
     ($ty:ident / $archived:ident { $($variant:ident = $name:literal),* $(,)? }) => {
         impl $ty {
-            /// Every value, in the order of EVENTS.md.
+            /// Every value, in the order of docs/events.md.
             pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
             /// Every value's name.
             pub const NAMES: &'static [&'static str] = &[$($name),*];

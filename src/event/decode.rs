@@ -1,5 +1,5 @@
 //! From the parsed tree ([`Raw`]) to typed events: member lookup, type checks, enum values,
-//! the envelope rules of EVENTS.md §2 and the header rule of §4.
+//! the envelope rules of docs/events.md §2 and the header rule of §4.
 //!
 //! Strings move out of the tree (no copy when the parser already owns them); numbers in typed
 //! integer fields are read from the line's text without allocating; numbers in open values keep

@@ -1,4 +1,4 @@
-//! Streaming JSONL (EVENTS.md §4): a reader that checks every line and the seq sequence in
+//! Streaming JSONL (docs/events.md §4): a reader that checks every line and the seq sequence in
 //! constant memory, a writer of canonical lines, and one-call helpers.
 
 use std::io::{self, BufRead, Write};

@@ -1,8 +1,8 @@
-//! The typed event model and its canonical JSONL codec (EVENTS.md §2–4).
+//! The typed event model and its canonical JSONL codec (docs/events.md §2–4).
 //!
 //! - [`Event`] is the envelope (`type`, `seq`, `time`, `data`, `surfaceOp?`, `sourceEventSeqs?`,
 //!   unknown members); [`EventData`] holds the type and its typed payload, or [`UnknownEvent`]
-//!   for a type not in EVENTS.md, kept verbatim.
+//!   for a type not in docs/events.md, kept verbatim.
 //! - [`Value`] is the lossless JSON value used wherever the shape is open: numbers keep their
 //!   exact text, objects ([`Map`]) their member order.
 //! - Reading: [`parse_event_line`], [`parse_jsonl`] and the streaming [`JsonlReader`] refuse every
@@ -29,19 +29,19 @@
 //! # Ok::<(), agentlog::event::ParseError>(())
 //! ```
 //!
-//! # Choices where EVENTS.md is silent
+//! # Choices where the rules are silent (docs/events.md §8)
 //!
 //! - Optional members are tri-state ([`Opt`]): absent, `null`, or a value; each is written back
 //!   as read. A *required* member given as `null` is mistyped and refused.
 //! - Integers the log owns (`seq`, `time`, `turn`, `step`, `startSeq`, `endSeq`, token counts,
 //!   `sourceEventSeqs` items, the header's `version`, `createdAt`, `seedLength`) must be written
-//!   as plain integers: a fraction, an exponent, a value out of range (negative for the unsigned
-//!   ones) or `-0` is refused as mistyped, because they are written back in plain decimal and
-//!   anything else would not survive the round trip.
+//!   as plain integers: a fraction, an exponent or a value out of range (negative for the
+//!   unsigned ones) is refused as mistyped, because they are written back in plain decimal and
+//!   anything else would not survive the round trip. `-0` is the integer 0 (written back `0`).
 //! - The `error` object of `turn/end` and of `tool/result` is one type, [`ErrorInfo`], whose
 //!   `message` is optional in the type (crash recovery writes a `tool/result` `error` of
 //!   `{"code":"TOOL_OUTCOME_UNKNOWN",…}`). A `turn/end`'s `reason.error` is `{code?, message}`
-//!   (EVENTS.md §3): one without `message` is refused (`missing member
+//!   (docs/events.md §3): one without `message` is refused (`missing member
 //!   data.reason.error.message`), one whose `message` is not a string too. A `tool/result`'s
 //!   `error` has no member list in the spec and is kept verbatim, whatever its shape (see
 //!   [`ToolResult::error`]).

@@ -1,6 +1,7 @@
 //! The member tables: for every known object, its JSON member names in canonical order
-//! (EVENTS.md §3–4). Each table generates the decoder ([`Decode`]) and the writer ([`WriteJson`])
-//! of the owned type and of its archived twin, so the order is written down exactly once.
+//! (docs/events.md §3–4). Each table generates the decoder ([`Decode`]) and the writer
+//! ([`WriteJson`]) of the owned type and of its archived twin, so the order is written down exactly
+//! once.
 
 use super::blocks::{ArchivedBlock, ArchivedChunk, Block, Chunk};
 use super::data::*;
@@ -123,8 +124,8 @@ object!(
             reason: "reason"
         }
 );
-// `reason` is `{kind, error?}` and its `error` is `{code?, message}` (EVENTS.md §3): `message` is
-// required there, unlike in a `tool/result`'s `error`, though both are stored as [`ErrorInfo`]
+// `reason` is `{kind, error?}` and its `error` is `{code?, message}` (docs/events.md §3): `message`
+// is required there, unlike in a `tool/result`'s `error`, though both are stored as [`ErrorInfo`]
 // (the archived layout stays as it was). So `reason` has its own decoder.
 impl Decode for TurnEndReason {
     fn decode(raw: Raw<'_>, path: Path<'_>) -> Result<Self, LineError> {
@@ -223,8 +224,8 @@ object!(
             arguments: "arguments",
         }
 );
-// A `tool/result`'s `error` has no member list in EVENTS.md, so it is kept verbatim. One of the
-// shape `{code?, message?, …}` (strings or null, `code` before `message`, unknown members after
+// A `tool/result`'s `error` has no member list in docs/events.md, so it is kept verbatim. One of
+// the shape `{code?, message?, …}` (strings or null, `code` before `message`, unknown members after
 // both) is stored as [`ErrorInfo`], which writes it back byte for byte; any other value (a string,
 // members in another order, a numeric code, …) is kept as the member `"error"` of `extra`, with
 // `error` absent, and written back in `error`'s place. `extra` never otherwise holds a known

@@ -2,9 +2,9 @@
 //! payload structs in `data.rs`), the session header, and the tri-state [`Opt`] for optional
 //! members.
 //!
-//! Field order in every struct is the canonical member order of EVENTS.md §2–3. Every known object
-//! has an `extra` map with its unknown members, in their original order; they are written after
-//! the known ones.
+//! Field order in every struct is the canonical member order of docs/events.md §2–3. Every known
+//! object has an `extra` map with its unknown members, in their original order; they are written
+//! after the known ones.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
@@ -12,7 +12,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use super::data::*;
 use super::value::Map;
 
-/// An optional member: absent, given as `null`, or given. EVENTS.md: absent ≠ `null`, and a
+/// An optional member: absent, given as `null`, or given. docs/events.md: absent ≠ `null`, and a
 /// member given as `null` is kept as `null`.
 ///
 /// For an open value (`Opt<Value>`), `null` always reads as [`Opt::Null`]; an
@@ -119,7 +119,7 @@ impl<T: Archive> ArchivedOpt<T> {
     }
 }
 
-/// One event of a session log: the envelope of EVENTS.md §2 around a typed payload.
+/// One event of a session log: the envelope of docs/events.md §2 around a typed payload.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[rkyv(derive(Debug))]
 pub struct Event {
@@ -138,7 +138,7 @@ pub struct Event {
     pub extra: Map,
 }
 
-/// `surfaceOp`: how a surface event changes the model-visible history (EVENTS.md §5).
+/// `surfaceOp`: how a surface event changes the model-visible history (docs/events.md §5).
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[rkyv(derive(Debug))]
 pub enum SurfaceOp {
@@ -156,7 +156,8 @@ pub enum SurfaceOp {
     },
 }
 
-/// The session header line (EVENTS.md §4): `{"type":"session","version":…,"id":…,"createdAt":…,
+/// The session header line (docs/events.md §4):
+/// `{"type":"session","version":…,"id":…,"createdAt":…,
 /// "title"?,"cwd"?,"parentSession"?,"seedLength"?, …}`. It has no `seq`.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[rkyv(derive(Debug))]
@@ -216,7 +217,7 @@ macro_rules! define_event_types {
                 #[doc = concat!("`", $name, "`")]
                 $variant($data),
             )*
-            /// A type not in EVENTS.md, kept verbatim and never projected.
+            /// A type not in docs/events.md, kept verbatim and never projected.
             Unknown(UnknownEvent),
         }
 
@@ -230,7 +231,7 @@ macro_rules! define_event_types {
         }
 
         impl EventType {
-            /// Every known type, in the order of EVENTS.md §3.
+            /// Every known type, in the order of docs/events.md §3.
             pub const ALL: &'static [EventType] = &[$(EventType::$variant),*];
 
             /// The type's name as written in `type`, e.g. `"turn/start"`.

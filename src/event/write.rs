@@ -1,5 +1,5 @@
-//! The canonical writer (EVENTS.md §4): compact JSON, known members in canonical order then the
-//! unknown ones, strings escaped as serde_json escapes them, numbers as their text.
+//! The canonical writer (docs/events.md §4): compact JSON, known members in canonical order then
+//! the unknown ones, strings escaped as serde_json escapes them, numbers as their text.
 //!
 //! Every type is written by one [`WriteJson`] impl, and each archived type (`ArchivedEvent`, …)
 //! by an impl generated from the same body, so export can write straight from a mapped archive

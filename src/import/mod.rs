@@ -7,9 +7,9 @@
 //! event of its own, the unknown type `import/line` (`data.kind` names the line's kind). So
 //! [`export_source`] writes the original file back, byte-identical.
 //!
-//! The events are built by a [`Builder`] that keeps the lifecycle rules of EVENTS.md §6: it
+//! The events are built by a [`Builder`] that keeps the lifecycle rules of docs/events.md §6: it
 //! opens a turn and a step where the source implies one, and closes what the source leaves open
-//! as EVENTS.md §7 does (a `TOOL_OUTCOME_UNKNOWN` result for each unanswered call, `step/end`,
+//! as docs/events.md §7 does (a `TOOL_OUTCOME_UNKNOWN` result for each unanswered call, `step/end`,
 //! `turn/end` with reason `interrupted`), counting each such repair in the [`Summary`].
 //!
 //! Re-importing a file appends only what was added since: the store-owned member `import` of
@@ -157,7 +157,7 @@ pub struct Options {
     pub workers: Option<usize>,
     /// Leave what the source has open at its end (a turn, its step and unanswered calls) open,
     /// for a file still being written (`--follow`, `--keep-open`): the next run continues that
-    /// turn. A later run without it closes what was left open (EVENTS.md §7). Default: closed
+    /// turn. A later run without it closes what was left open (docs/events.md §7). Default: closed
     /// at the end of every run.
     pub keep_open: bool,
 }

@@ -21,7 +21,7 @@ impl RangeEnd {
     }
 }
 
-/// An event that cannot be projected onto the current surface (EVENTS.md §5). Returned by
+/// An event that cannot be projected onto the current surface (docs/events.md §5). Returned by
 /// [`Projector::check`](super::Projector::check) and [`Projector::apply`](super::Projector::apply);
 /// the projector is unchanged when it is returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub enum ProjectError {
         step: u64,
     },
     /// A `tool/result` for a `tool/call` that another result already answered (a call is
-    /// answered at most once, EVENTS.md §6).
+    /// answered at most once, docs/events.md §6).
     AlreadyAnswered {
         /// The result's seq.
         seq: u64,

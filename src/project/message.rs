@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::event::{parse_json, Block, ObjectWriter, Value, WriteJson};
 
 /// Who a message is from, in the neutral projection. Tool results are projected as `user`
-/// messages holding `tool_result` blocks (EVENTS.md §5).
+/// messages holding `tool_result` blocks (docs/events.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
     /// `"user"`
@@ -134,7 +134,7 @@ pub(crate) fn block_value(block: &Block) -> Value {
 ///
 /// It also knows the `callId`s of the tool calls whose step ended without a result
 /// ([`Messages::closed_unanswered`]): the renderings give those the synthetic error result of
-/// EVENTS.md §7; the neutral projection shows them as recorded.
+/// docs/events.md §7; the neutral projection shows them as recorded.
 #[derive(Clone, Default)]
 pub struct Messages(
     pub(crate) imbl::Vector<Arc<Message>>,

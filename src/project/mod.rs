@@ -1,4 +1,4 @@
-//! The projection (EVENTS.md §5): the model-visible history derived from a session's events,
+//! The projection (docs/events.md §5): the model-visible history derived from a session's events,
 //! incrementally, as frozen snapshots; its provider renderings; and the check that a request
 //! equals what was recorded.
 //!
@@ -48,7 +48,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # Choices where EVENTS.md is silent
+//! # Choices where the rules are silent (docs/events.md §8)
 //!
 //! - **Order.** Events are applied in increasing seq order, each once; an event whose seq is not
 //!   after the last one applied is refused ([`ProjectError::OutOfOrder`]). Seqs may be skipped
@@ -66,8 +66,8 @@
 //! - **Tool results.** `toolUseId` is `data.callId` when present (a `callId` given as `null`
 //!   counts as absent); else the `callId` of the `tool/call` named by `sourceEventSeqs[0]`; else
 //!   the earliest unanswered `tool/call` of the same turn and step with the same name. A result
-//!   answers a call of its own turn only (EVENTS.md §6): a `callId` is looked up among the calls
-//!   of the result's turn (the same id in an earlier turn is another call), and a
+//!   answers a call of its own turn only (docs/events.md §6): a `callId` is looked up among the
+//!   calls of the result's turn (the same id in an earlier turn is another call), and a
 //!   `sourceEventSeqs[0]` naming a call of another turn gives that call's id but answers
 //!   nothing. A `sourceEventSeqs[0]` that names no `tool/call` falls through to the name rule.
 //!   A result that none resolves is refused ([`ProjectError::UnresolvedToolResult`]). A

@@ -1,4 +1,4 @@
-//! The incremental projection (EVENTS.md §5): [`Projector`], [`derive()`], [`derive_at`].
+//! The incremental projection (docs/events.md §5): [`Projector`], [`derive()`], [`derive_at`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -52,7 +52,7 @@ pub struct Projector {
     /// The unanswered calls, by seq.
     open: BTreeMap<u64, ToolCallInfo>,
     /// The seqs of the unanswered calls by turn and callId: a result answers a call of its own
-    /// turn (EVENTS.md §6), so it looks only among its turn's calls.
+    /// turn (docs/events.md §6), so it looks only among its turn's calls.
     open_by_id: HashMap<u64, HashMap<String, BTreeSet<u64>>>,
     /// The seqs of the unanswered calls by (turn, step) and name, for resolution by name.
     open_by_step: HashMap<(u64, u64), HashMap<String, BTreeSet<u64>>>,
@@ -209,7 +209,7 @@ impl Projector {
     }
 
     /// The `tool/call`s no `tool/result` answered yet, in seq order (what crash recovery must
-    /// close with `TOOL_OUTCOME_UNKNOWN` results, EVENTS.md §7).
+    /// close with `TOOL_OUTCOME_UNKNOWN` results, docs/events.md §7).
     pub fn unanswered_calls(&self) -> impl Iterator<Item = &ToolCallInfo> + '_ {
         self.open.values()
     }
@@ -323,7 +323,7 @@ impl Projector {
         Ok(Plan::Node { message, place })
     }
 
-    /// The `toolUseId` of a result and the call it answers (EVENTS.md §5, within the result's
+    /// The `toolUseId` of a result and the call it answers (docs/events.md §5, within the result's
     /// turn as §6 wants):
     ///
     /// 1. `callId`, when present: the id is the `toolUseId`; the call answered is the earliest

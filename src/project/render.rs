@@ -15,7 +15,7 @@ use super::message::{block_value, Message, Messages, Role};
 /// A shape of the model-visible history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// The neutral projection (EVENTS.md §5): an array of `{"role","content"}`.
+    /// The neutral projection (docs/events.md §5): an array of `{"role","content"}`.
     Neutral,
     /// OpenAI chat completions `messages` ([`render_openai`]).
     OpenAi,
@@ -109,7 +109,7 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 /// - Every `tool_calls` entry is answered: a call whose step or turn ended without a result
 ///   (and a tool use some message follows whose result is not in the history, replaced away,
 ///   say) gets a synthetic `tool` message right after the assistant message, content
-///   [`OUTCOME_UNKNOWN`] (EVENTS.md §7). Calls still running in an open step are left as they
+///   [`OUTCOME_UNKNOWN`] (docs/events.md §7). Calls still running in an open step are left as they
 ///   are. A tool result that answers no `tool_calls` entry just before it becomes user text,
 ///   `[result of tool call ID (NAME): TEXT]`.
 pub fn render_openai(messages: &Messages) -> Value {
@@ -252,7 +252,7 @@ fn orphan_text(block: &Block) -> Block {
 pub const HISTORY_START: &str = "(the conversation starts with the assistant's message below)";
 
 /// The content of the synthetic result a rendering gives a tool call whose step ended without
-/// one (EVENTS.md §7), an error.
+/// one (docs/events.md §7), an error.
 pub const OUTCOME_UNKNOWN: &str =
     "TOOL_OUTCOME_UNKNOWN: the history holds no result for this tool call (its step ended without one)";
 

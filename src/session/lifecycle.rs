@@ -1,4 +1,4 @@
-//! The lifecycle rules of EVENTS.md §6, checked on every append and on import, and the turn
+//! The lifecycle rules of docs/events.md §6, checked on every append and on import, and the turn
 //! state of §7, derived from the same bookkeeping.
 //!
 //! How a `tool/result` finds its call (the same in the projection, `crate::project`):
@@ -31,7 +31,7 @@ use crate::event::{Decision, ReasonKind};
 
 use super::facts::{Facts, Kind};
 
-/// A lifecycle rule of EVENTS.md §6 (and the few this crate adds where the spec is silent).
+/// A lifecycle rule of docs/events.md §6 (and the few this crate adds where the spec is silent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Rule {
@@ -69,7 +69,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The rule in words, as EVENTS.md states it.
+    /// The rule in words, as docs/events.md states it.
     pub fn text(self) -> &'static str {
         match self {
             Rule::SeqIsLength => "seq = log length at append",
@@ -156,7 +156,7 @@ impl fmt::Display for LifecycleError {
 
 impl std::error::Error for LifecycleError {}
 
-/// The turn state of EVENTS.md §7.
+/// The turn state of docs/events.md §7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TurnState {
     /// No turn open.
@@ -175,7 +175,7 @@ pub enum TurnState {
 }
 
 impl TurnState {
-    /// The state's name as EVENTS.md writes it (`"toolInvoking"`, …).
+    /// The state's name as docs/events.md writes it (`"toolInvoking"`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             TurnState::Idle => "idle",
@@ -267,13 +267,13 @@ pub struct Lifecycle {
     call_turns: imbl::OrdMap<u64, u64>,
     /// The calls that were unanswered when their step (or turn) ended, in seq order (a later
     /// result for one takes it off). The renderings give them the synthetic error result of
-    /// EVENTS.md §7 (a persistent vector: cloning stays O(1)).
+    /// docs/events.md §7 (a persistent vector: cloning stays O(1)).
     closed_unanswered: imbl::Vector<CallInfo>,
 }
 
 impl Lifecycle {
     /// The tool calls whose step (or turn) ended without a result (and got none since): the
-    /// provider renderings answer each with `TOOL_OUTCOME_UNKNOWN` (EVENTS.md §7).
+    /// provider renderings answer each with `TOOL_OUTCOME_UNKNOWN` (docs/events.md §7).
     pub fn closed_unanswered(&self) -> Vec<CallInfo> {
         self.closed_unanswered.iter().cloned().collect()
     }
@@ -315,7 +315,7 @@ impl Lifecycle {
         }
     }
 
-    /// The turn state (EVENTS.md §7).
+    /// The turn state (docs/events.md §7).
     pub fn state(&self) -> TurnState {
         let Some(t) = &self.turn else {
             return TurnState::Idle;
@@ -389,7 +389,7 @@ impl Lifecycle {
         }
     }
 
-    /// Which call a tool result answers: the resolution order of EVENTS.md §5, within the open
+    /// Which call a tool result answers: the resolution order of docs/events.md §5, within the open
     /// turn (§6: "a `tool/result` answers one `tool/call` of the same turn; a call is answered
     /// at most once"). The projector resolves the same way (see `Projector::resolve`).
     ///
@@ -630,7 +630,7 @@ impl Lifecycle {
             Kind::Assistant { turn, step, .. } => self.check_in_step(f, turn, step)?,
             Kind::ApprovalRequest { turn, step, .. }
             | Kind::ApprovalDecision { turn, step, .. } => self.check_in_step(f, turn, step)?,
-            // Call ids may repeat, also within a turn (EVENTS.md has no rule against it): a
+            // Call ids may repeat, also within a turn (docs/events.md has no rule against it): a
             // result giving a `callId` answers the earliest unanswered call with that id.
             Kind::ToolCall { turn, step, .. } => self.check_in_step(f, turn, step)?,
             Kind::ToolResult { turn, step, .. } => {
@@ -646,7 +646,7 @@ impl Lifecycle {
                     ));
                 }
             }
-            // `compact/*` may appear anywhere (EVENTS.md §6): only a new compaction is refused
+            // `compact/*` may appear anywhere (docs/events.md §6): only a new compaction is refused
             // while one is open. A `compact/summary` or `compact/end` with no compaction open
             // (a recovery tool closing a lock twice, say) is accepted and closes nothing.
             Kind::CompactSummary | Kind::CompactEnd => {}

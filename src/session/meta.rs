@@ -1,7 +1,7 @@
 //! `session.json`: a session's identity and metadata, replaced atomically.
 //!
-//! The session header (EVENTS.md §4) is kept whole, as `export --header` writes it, under its own
-//! member `header`; the store's own bookkeeping sits beside it, so no member of the header can
+//! The session header (docs/events.md §4) is kept whole, as `export --header` writes it, under its
+//! own member `header`; the store's own bookkeeping sits beside it, so no member of the header can
 //! collide with it:
 //!
 //! ```json

@@ -1,5 +1,5 @@
 //! Sessions on top of a log: metadata (`session.json`), the lifecycle rules checked on every
-//! append (EVENTS.md §6), the turn state (§7), the incremental projection (§5), closing what a
+//! append (docs/events.md §6), the turn state (§7), the incremental projection (§5), closing what a
 //! crash left open, subscriptions, search ([`Query`], [`SessionReader::search`]) and statistics
 //! ([`SessionStats`], [`SessionReader::stats`]).
 //!

@@ -217,7 +217,7 @@ impl SessionReader {
         self.derive_at(self.len())
     }
 
-    /// Writes the session as canonical JSONL (EVENTS.md §4), with the header line first when
+    /// Writes the session as canonical JSONL (docs/events.md §4), with the header line first when
     /// `header` is set; calls `progress` with the number of events written now and then.
     /// Returns the number of events written.
     pub fn export(

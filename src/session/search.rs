@@ -189,7 +189,7 @@ fn find_chars(hay: &str, needle: &[char]) -> bool {
 /// # Semantics
 ///
 /// Filters combine with AND; the `types` of a query combine with OR among themselves. Where
-/// EVENTS.md is silent this is the choice:
+/// docs/events.md is silent this is the choice:
 ///
 /// - **type** ([`TypeFilter`]): `tool/call` is that type exactly; `tool/*` is every type whose
 ///   name starts with `tool/` (a domain); `*` alone is every type. Unknown types are matched by
@@ -198,7 +198,7 @@ fn find_chars(hay: &str, needle: &[char]) -> bool {
 ///   `message.toolName` is NAME, an `approval/request` whose `tool` is NAME, and an
 ///   `approval/decision` whose `(turn, callId)` is that of a `tool/call` or `approval/request`
 ///   of NAME earlier in the session. No other type ever matches a tool filter. (Approvals only
-///   appear inside the open step, EVENTS.md §6, so the call ids remembered are dropped at each
+///   appear inside the open step, docs/events.md §6, so the call ids remembered are dropped at each
 ///   `turn/start`: the set stays as small as a turn's calls of that tool, and the ids are
 ///   borrowed from the mapped log, not copied. Its growth, by doubling, is the only allocation
 ///   a search makes.)

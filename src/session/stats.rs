@@ -149,8 +149,8 @@ impl ToolStats {
 ///   with `isError: true` whose `toolName` it is; `failureRate` is errors ÷ calls (0 when there
 ///   are no calls).
 /// - Tool latency: a `tool/result`'s `time` minus the `time` of the call it answers, found the
-///   way the lifecycle rules find it (EVENTS.md §5: `callId`; else `sourceEventSeqs[0]`; else the
-///   earliest unanswered call of the same turn and step with that name), and counted for the
+///   way the lifecycle rules find it (docs/events.md §5: `callId`; else `sourceEventSeqs[0]`; else
+///   the earliest unanswered call of the same turn and step with that name), and counted for the
 ///   tool of that call. A result whose call is not found has no latency (it still counts as an
 ///   error when `isError`).
 /// - Turn durations: a `turn/end`'s `time` minus its `turn/start`'s (a turn still open has
@@ -179,7 +179,7 @@ pub struct SessionStats {
     /// Durations of the turns that ended (`turn/end` time minus `turn/start` time).
     pub turn_durations: Durations,
     /// Tool calls whose step (or turn) ended without a result (none came after): the provider
-    /// renderings answer them with `TOOL_OUTCOME_UNKNOWN` (EVENTS.md §7).
+    /// renderings answer them with `TOOL_OUTCOME_UNKNOWN` (docs/events.md §7).
     pub unanswered_calls: u64,
     /// Bytes of the session's files on disk.
     pub bytes: u64,

@@ -80,7 +80,7 @@ struct Inner {
 
 /// A session opened for writing: one per session at a time (the log's lock).
 ///
-/// Every append is checked against the lifecycle rules (EVENTS.md §6) and the projection (§5)
+/// Every append is checked against the lifecycle rules (docs/events.md §6) and the projection (§5)
 /// before anything is written; a refused event leaves the session unchanged.
 pub struct Session {
     dir: PathBuf,
@@ -251,7 +251,7 @@ impl Session {
         self.len() == 0
     }
 
-    /// The turn state (EVENTS.md §7).
+    /// The turn state (docs/events.md §7).
     pub fn state(&self) -> TurnState {
         lock(&self.inner).lifecycle.state()
     }
@@ -504,8 +504,8 @@ impl Session {
         self.subscribers.send(&notices);
     }
 
-    /// Appends the closers of EVENTS.md §7 for whatever is open, so the derived history is valid
-    /// for a provider again and new work can start: an error `tool/result`
+    /// Appends the closers of docs/events.md §7 for whatever is open, so the derived history is
+    /// valid for a provider again and new work can start: an error `tool/result`
     /// (`error.code = "TOOL_OUTCOME_UNKNOWN"`) for each unanswered call of the open turn, then
     /// `step/end`, then `turn/end` with `reason` (normally [`ReasonKind::Interrupted`]); and a
     /// `compact/end` with `ok: false` for a compaction a crash left open.
@@ -662,13 +662,13 @@ fn surface_error(lifecycle: &Lifecycle, event: &Event, e: crate::project::Projec
 
 /// The shape rules the types cannot state, for events built in code (the JSONL codec refuses
 /// the same with the line and member): a `turn/end`'s `reason.error` is `{code?, message}`
-/// (EVENTS.md §3), so its `message` is required.
+/// (docs/events.md §3), so its `message` is required.
 fn check_shape(event: &Event) -> Result<()> {
     if let EventData::TurnEnd(d) = &event.data {
         if let Opt::Present(error) = &d.reason.error {
             if !matches!(error.message, Opt::Present(_)) {
                 return Err(Error::Invalid(format!(
-                    "turn/end at seq {}: reason.error has no message (EVENTS.md §3: error = \
+                    "turn/end at seq {}: reason.error has no message (docs/events.md §3: error = \
                      {{code?, message}}); nothing was written",
                     event.seq
                 )));

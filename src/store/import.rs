@@ -82,7 +82,7 @@ fn at_line(line: u64, e: Error) -> Error {
 }
 
 impl Store {
-    /// Imports a session from canonical (or any valid) JSONL (EVENTS.md §4): the id is
+    /// Imports a session from canonical (or any valid) JSONL (docs/events.md §4): the id is
     /// `options.id`, else the header's, else a new one; an existing id is refused. Every event is
     /// checked as a live append would be, keeping its seq and time. A refused file writes
     /// nothing. `progress` is called now and then with the bytes read so far.

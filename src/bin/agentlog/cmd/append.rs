@@ -14,7 +14,7 @@ use crate::target::{Ctx, Target};
 
 /// Append events from standard input, one JSONL line each
 ///
-/// A line is an event of EVENTS.md §2; its "seq" and "time" may be left out (the log assigns
+/// A line is an event of docs/events.md §2; its "seq" and "time" may be left out (the log assigns
 /// them; a given seq must be the next one, a given time is kept). Every event is checked against
 /// the lifecycle rules before it is written.
 ///

@@ -16,7 +16,7 @@ use crate::target::Ctx;
 
 /// Close the turn, step and tool calls a crash left open
 ///
-/// Appends the closers of EVENTS.md §7 for whatever is open: an error tool/result (error code
+/// Appends the closers of docs/events.md §7 for whatever is open: an error tool/result (error code
 /// TOOL_OUTCOME_UNKNOWN) for every tool call of the open turn without a result, then step/end,
 /// then turn/end with the given reason; and compact/end (ok: false) for a compaction left open.
 /// The derived history is then valid for a provider again (every tool use has its result) and

@@ -11,9 +11,9 @@ use crate::target::Ctx;
 
 /// Print the model-visible history as JSON
 ///
-/// The projection of EVENTS.md §5, as one line of JSON. neutral: an array of {"role","content"} messages (the *.messages.json shape); openai: the
-/// chat completions "messages" array; anthropic: {"system","messages"} ("system" left out when
-/// there is no system message).
+/// The projection of docs/events.md §5, as one line of JSON. neutral: an array of
+/// {"role","content"} messages (the *.messages.json shape); openai: the chat completions "messages"
+/// array; anthropic: {"system","messages"} ("system" left out when there is no system message).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory

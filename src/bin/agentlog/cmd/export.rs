@@ -13,9 +13,10 @@ use crate::target::Ctx;
 
 /// Write a session as canonical JSONL
 ///
-/// The canonical JSONL of EVENTS.md §4, to stdout or a file. A canonical file imported and exported again is the same, byte for byte (with --header when
-/// it started with a session header). With -o the file is written atomically: to a temporary
-/// file beside it, then renamed, so a failure leaves nothing half-written.
+/// The canonical JSONL of docs/events.md §4, to stdout or a file. A canonical file imported and
+/// exported again is the same, byte for byte (with --header when it started with a session header).
+/// With -o the file is written atomically: to a temporary file beside it, then renamed, so a
+/// failure leaves nothing half-written.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory

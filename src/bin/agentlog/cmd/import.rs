@@ -17,9 +17,10 @@ use crate::target::Ctx;
 
 /// Create a session from a JSONL file, all or nothing
 ///
-/// The file is canonical (or any valid) JSONL of EVENTS.md §4. The id is --id, else the id of the file's session header, else a new one. An id that exists is
-/// refused. Every event is checked as a live append would be (seq order, lifecycle rules,
-/// projection); a refused file writes nothing. Prints the new session's id alone on stdout.
+/// The file is canonical (or any valid) JSONL of docs/events.md §4. The id is --id, else the id of
+/// the file's session header, else a new one. An id that exists is refused. Every event is checked
+/// as a live append would be (seq order, lifecycle rules, projection); a refused file writes
+/// nothing. Prints the new session's id alone on stdout.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The JSONL file, or - for standard input; with --from, files or directory trees

@@ -138,7 +138,7 @@ fn why_empty(reader: &SessionReader, args: &ShowArgs, len: u64) -> Option<String
         let known: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         return Some(format!(
             "session {1} has no event of type {0}; its types are {2} \
-             (the types of EVENTS.md: {3}; a domain like tool or tool/* matches all of its \
+             (the types of docs/events.md: {3}; a domain like tool or tool/* matches all of its \
              types)",
             args.types.join(","),
             args.session,

@@ -10,7 +10,7 @@ use crate::target::Ctx;
 
 /// Print the turn state and what is open
 ///
-/// The turn state of EVENTS.md §7, the open turn and step, unanswered tool calls, pending
+/// The turn state of docs/events.md §7, the open turn and step, unanswered tool calls, pending
 /// approvals, the calls whose step ended without a result, and the number of events. --json
 /// prints {"state","openTurn","openStep","unansweredCalls":[callId…],"pendingApprovals":[callId…],
 /// "closedUnanswered":[callId…],"events"}, with null for what is not open.
