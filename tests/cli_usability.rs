@@ -564,3 +564,177 @@ fn tail_follow_ends_when_its_session_is_deleted() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("session s was deleted"), "{stderr}");
 }
+
+/// The files a doc reference may sit in: the README and the text files of the crate, the Python
+/// package, the docs, the tests, the benchmarks, the examples and the fuzz targets (not build
+/// output, fuzz corpora or hidden folders).
+fn doc_reference_sources(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                let skip = [
+                    "target",
+                    "corpus",
+                    "artifacts",
+                    "node_modules",
+                    "__pycache__",
+                ];
+                if !name.starts_with('.') && !skip.contains(&name.as_str()) {
+                    walk(&path, out);
+                }
+            } else if ["rs", "md", "py", "pyi", "toml", "sh"]
+                .iter()
+                .any(|ext| path.extension().is_some_and(|e| e == *ext))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec![root.join("README.md")];
+    for dir in [
+        "src", "python", "docs", "tests", "benches", "examples", "fuzz",
+    ] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// The numbers of a Markdown file's numbered sections: `## 5. The projection` is section 5.
+fn numbered_sections(text: &str) -> Vec<u32> {
+    text.lines()
+        .filter(|l| l.starts_with('#'))
+        .filter_map(|l| {
+            let title = l.trim_start_matches('#').trim_start();
+            let digits: String = title.chars().take_while(char::is_ascii_digit).collect();
+            title[digits.len()..]
+                .starts_with('.')
+                .then(|| digits.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// The section numbers of a `§N` or `§N–M` at the start of `text`, if it starts with one.
+fn section_cite(text: &str) -> Option<Vec<u32>> {
+    let rest = text.strip_prefix('§')?;
+    let first: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let mut numbers = vec![first.parse().ok()?];
+    let rest = &rest[first.len()..];
+    if let Some(range) = rest.strip_prefix('–').or_else(|| rest.strip_prefix('-')) {
+        let last: String = range.chars().take_while(char::is_ascii_digit).collect();
+        numbers.extend(last.parse::<u32>().ok());
+    }
+    Some(numbers)
+}
+
+/// Every `docs/<name>.md` cited in the code, doc comments, `--help` texts, the README, the docs,
+/// the Python package and the tests names a file of `docs/` that exists, and a `§N` (or
+/// `§N–M`) right after it names a numbered section (`## N. …`) of that file. The bare `§N` of
+/// `docs/events.md` name its own sections, relative Markdown links point to files that exist,
+/// and nothing cites the upper-case spec files that were never in the repository.
+#[test]
+fn doc_references_point_to_files_and_sections_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let stale = [["EVENTS", ".md"].concat(), ["DESIGN", ".md"].concat()];
+    let mut problems = Vec::new();
+    let (mut cited, mut sections_cited) = (0, 0);
+    let mut check_sections = |at: &str, doc: &str, cite: &[u32], problems: &mut Vec<String>| {
+        let sections = std::fs::read_to_string(root.join(doc))
+            .map(|t| numbered_sections(&t))
+            .unwrap_or_default();
+        for n in cite {
+            sections_cited += 1;
+            if !sections.contains(n) {
+                problems.push(format!(
+                    "{at}: {doc} has no section {n} (no heading `## {n}. …`)"
+                ));
+            }
+        }
+    };
+    for file in doc_reference_sources(root) {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue; // not UTF-8 text
+        };
+        let rel = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (i, line) in text.lines().enumerate() {
+            let at = format!("{rel}:{}", i + 1);
+            for name in &stale {
+                let mut rest = line;
+                while let Some(j) = rest.find(name.as_str()) {
+                    if !rest[..j].ends_with("docs/") {
+                        problems.push(format!(
+                            "{at}: cites {name}, which is not in the repository"
+                        ));
+                    }
+                    rest = &rest[j + name.len()..];
+                }
+            }
+            // `docs/<name>.md`, and a `§N` after it.
+            let mut rest = line;
+            while let Some(j) = rest.find("docs/") {
+                rest = &rest[j + "docs/".len()..];
+                let name_len = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                    .unwrap_or(rest.len());
+                let Some(after) = rest[name_len..].strip_prefix(".md") else {
+                    continue;
+                };
+                if name_len == 0 {
+                    continue;
+                }
+                cited += 1;
+                let doc = format!("docs/{}.md", &rest[..name_len]);
+                if !root.join(&doc).is_file() {
+                    problems.push(format!("{at}: cites {doc}, which does not exist"));
+                    continue;
+                }
+                if let Some(cite) = section_cite(after.trim_start()) {
+                    check_sections(&at, &doc, &cite, &mut problems);
+                }
+            }
+            // `docs/events.md` cites its own sections as a bare `§N`.
+            if rel == "docs/events.md" {
+                for (j, _) in line.match_indices('§') {
+                    if let Some(cite) = section_cite(&line[j..]) {
+                        check_sections(&at, "docs/events.md", &cite, &mut problems);
+                    }
+                }
+            }
+            // Relative Markdown links, from the file's own folder.
+            if rel.ends_with(".md") {
+                for (j, _) in line.match_indices("](") {
+                    let target = &line[j + 2..];
+                    let target = &target[..target.find(')').unwrap_or(target.len())];
+                    let path = target.split('#').next().unwrap_or_default();
+                    if path.ends_with(".md") && !path.contains("://") {
+                        let dir = file.parent().unwrap_or(root);
+                        if !dir.join(path).is_file() {
+                            problems.push(format!("{at}: links to {target}, which does not exist"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "dangling doc references:\n{}",
+        problems.join("\n")
+    );
+    // The references are there to be checked: the code cites the docs' sections throughout.
+    assert!(cited >= 50, "only {cited} docs/*.md references found");
+    assert!(
+        sections_cited >= 30,
+        "only {sections_cited} § references found"
+    );
+}
