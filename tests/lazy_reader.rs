@@ -166,3 +166,38 @@ fn a_writers_reader_shares_the_writers_maps() {
     assert_eq!(r.get(3).unwrap().payload, payload(3));
     log.close().unwrap();
 }
+
+#[test]
+fn a_session_reader_opens_mapping_the_last_segment_only() {
+    use agentlog::event::parse_draft_line;
+    use agentlog::session::{Session, SessionMeta, SessionOptions, SessionReader};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let options = SessionOptions {
+        log: Options::default()
+            .segment_size(1 << 10)
+            .preallocate(1 << 10),
+        ..SessionOptions::default()
+    };
+    let session = Session::create(&dir, SessionMeta::new("s", 0), options).unwrap();
+    for i in 0..60 {
+        let line = format!(
+            r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"message {i}"}}]}}}}"#
+        );
+        session
+            .append_draft(parse_draft_line(&line).unwrap())
+            .unwrap();
+    }
+    session.close().unwrap();
+
+    let r = SessionReader::open(&dir).unwrap();
+    let segments = r.log().segment_files().len();
+    assert!(segments >= 5, "{segments} segments");
+    assert_eq!(r.log().mapped_segments(), 1);
+    let last = r.get_owned(r.len() - 1).unwrap();
+    assert!(format!("{last:?}").contains("message 59"), "{last:?}");
+    assert_eq!(r.log().mapped_segments(), 1);
+    assert_eq!(r.events().count() as u64, r.len());
+    assert_eq!(r.log().mapped_segments(), segments);
+}

@@ -235,6 +235,17 @@ impl LogReader {
                 len: 0,
             });
         };
+        // The first segment's header first: a bad header is named before what it implies.
+        let mut last_view = None;
+        let first = match earlier.first() {
+            Some(&base) => segment::read_segment_header(&dir, base)?,
+            None => {
+                let view = Arc::new(SegmentView::open(&dir, last_base)?);
+                let header = view.header;
+                last_view = Some(view);
+                header
+            }
+        };
         if bases[0] != 0 {
             // A gap: the segments holding seqs 0..base are missing. (Each later segment starts
             // where the one before it is counted to end: a gap between two segments shows as
@@ -249,10 +260,9 @@ impl LogReader {
                 },
             ));
         }
-        let last = Arc::new(SegmentView::open(&dir, last_base)?);
-        let first = match earlier.first() {
-            Some(&base) => Some(segment::read_segment_header(&dir, base)?),
-            None => Some(last.header),
+        let last = match last_view {
+            Some(view) => view,
+            None => Arc::new(SegmentView::open(&dir, last_base)?),
         };
         let count = last_segment_count(&last)?;
         let mut segments: Vec<Arc<Slot>> = earlier.iter().map(|&b| Slot::lazy(&dir, b)).collect();
@@ -260,7 +270,7 @@ impl LogReader {
         let mut reader = LogReader {
             source: Source::Detached(Arc::clone(&dir)),
             segments: Arc::new(segments),
-            first,
+            first: Some(first),
             len: last_base + count,
         };
         // A sealed last segment: its successor was created before it was sealed, after the
