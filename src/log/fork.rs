@@ -101,24 +101,23 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
             len: reader.len(),
         });
     }
-    let views = reader.views();
+    // The segments past the prefix are never mapped.
+    let bases = reader.segment_bases();
     let mut out = PrefixCopy {
         records: n,
         ..PrefixCopy::default()
     };
-    for (k, view) in views.iter().enumerate() {
-        let base = view.header.base_seq;
+    for (k, &base) in bases.iter().enumerate() {
         // An empty prefix still gets a first segment (a log always has one): the parent's
         // first segment's header, with no record.
         if base >= n && !(n == 0 && k == 0) {
             break;
         }
-        let seg_end = views
-            .get(k + 1)
-            .map_or(reader.len(), |next| next.header.base_seq);
+        let view = reader.segment_view(k)?;
+        let seg_end = bases.get(k + 1).copied().unwrap_or(reader.len());
         let name = format::segment_file_name(base);
         let idx_name = format::index_file_name(base);
-        let sealed = k + 1 < views.len()
+        let sealed = k + 1 < bases.len()
             && view
                 .index_header()
                 .is_some_and(|h| h.state == IndexState::Sealed);

@@ -10,13 +10,78 @@
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use super::error::{CorruptionKind, Error, Result};
-use super::format::{self, IndexState, LogId, HEADER_SIZE};
+use super::format::{self, IndexState, LogId, SegmentHeader, HEADER_SIZE};
 use super::recovery;
 use super::segment::{self, check_record, Fault, SegmentView};
+
+/// One segment of a reader's list: its base seq, and its view once it is mapped.
+///
+/// A reader opened from a directory maps a segment the first time it reads from it (opening
+/// maps only the last segment, which it must count); the writer's readers share the writer's
+/// views, mapped from the start.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    base: u64,
+    /// Where to map the segment from; `None` for a slot made from a mapped view.
+    dir: Option<Arc<Path>>,
+    view: OnceLock<Arc<SegmentView>>,
+}
+
+impl Slot {
+    fn mapped(view: Arc<SegmentView>) -> Arc<Slot> {
+        let slot = Slot {
+            base: view.header.base_seq,
+            dir: None,
+            view: OnceLock::new(),
+        };
+        let _ = slot.view.set(view);
+        Arc::new(slot)
+    }
+
+    fn lazy(dir: &Arc<Path>, base: u64) -> Arc<Slot> {
+        Arc::new(Slot {
+            base,
+            dir: Some(Arc::clone(dir)),
+            view: OnceLock::new(),
+        })
+    }
+
+    /// The view, mapping the segment on first use.
+    fn view(&self) -> Result<&Arc<SegmentView>> {
+        if let Some(v) = self.view.get() {
+            return Ok(v);
+        }
+        let dir = self.dir.as_deref().ok_or_else(|| {
+            Error::io(
+                "map segment",
+                format::segment_file_name(self.base),
+                std::io::Error::other("a writer's segment without a view"),
+            )
+        })?;
+        let view = SegmentView::open(dir, self.base)?;
+        // Another clone may have mapped it meanwhile: either view serves.
+        let _ = self.view.set(Arc::new(view));
+        self.view.get().ok_or_else(|| {
+            Error::io(
+                "map segment",
+                dir.join(format::segment_file_name(self.base)),
+                std::io::Error::other("the view was not kept"),
+            )
+        })
+    }
+
+    fn path(&self) -> PathBuf {
+        match (self.view.get(), &self.dir) {
+            (Some(v), _) => v.path.clone(),
+            (None, Some(dir)) => dir.join(format::segment_file_name(self.base)),
+            (None, None) => PathBuf::from(format::segment_file_name(self.base)),
+        }
+    }
+}
 
 /// Locks a mutex, ignoring poisoning (the protected data stays consistent: every critical
 /// section of the engine is panic-free).
@@ -27,7 +92,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What a writer shares with the readers of its process.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub segments: RwLock<Arc<Vec<Arc<SegmentView>>>>,
+    segments: RwLock<Arc<Vec<Arc<Slot>>>>,
     pub published: AtomicU64,
     pub closed: AtomicBool,
     waiters: AtomicUsize,
@@ -38,7 +103,7 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(segments: Vec<Arc<SegmentView>>, published: u64) -> Shared {
         Shared {
-            segments: RwLock::new(Arc::new(segments)),
+            segments: RwLock::new(Arc::new(segments.into_iter().map(Slot::mapped).collect())),
             published: AtomicU64::new(published),
             closed: AtomicBool::new(false),
             waiters: AtomicUsize::new(0),
@@ -47,14 +112,14 @@ impl Shared {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> Arc<Vec<Arc<SegmentView>>> {
+    pub(crate) fn snapshot(&self) -> Arc<Vec<Arc<Slot>>> {
         Arc::clone(&self.segments.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub(crate) fn push_segment(&self, view: Arc<SegmentView>) {
         let mut g = self.segments.write().unwrap_or_else(|e| e.into_inner());
         let mut list = Vec::clone(&g);
-        list.push(view);
+        list.push(Slot::mapped(view));
         *g = Arc::new(list);
     }
 
@@ -84,17 +149,24 @@ pub struct Record<'a> {
 #[derive(Debug)]
 enum Source {
     Attached(Arc<Shared>),
-    Detached(PathBuf),
+    Detached(Arc<Path>),
 }
 
 /// A reader of a log: `get`, iteration, `len`, and waiting for new records.
 ///
 /// Cheap to clone; each clone refreshes on its own. Usable while a writer appends, from the
 /// writer's process ([`Log::reader`](super::Log::reader)) or from any other ([`LogReader::open`]).
+///
+/// A reader opened from a directory maps a segment only when it first reads from it: opening
+/// one maps the last segment (to count its records) and reads the first segment's header (the
+/// one that defines the log), whatever the number of segments. Clones share the segments
+/// mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
 #[derive(Debug)]
 pub struct LogReader {
     source: Source,
-    segments: Arc<Vec<Arc<SegmentView>>>,
+    segments: Arc<Vec<Arc<Slot>>>,
+    /// The header of the first segment: it defines the log (its id and payload schema).
+    first: Option<SegmentHeader>,
     len: u64,
 }
 
@@ -103,12 +175,18 @@ impl Clone for LogReader {
         LogReader {
             source: match &self.source {
                 Source::Attached(s) => Source::Attached(Arc::clone(s)),
-                Source::Detached(d) => Source::Detached(d.clone()),
+                Source::Detached(d) => Source::Detached(Arc::clone(d)),
             },
             segments: Arc::clone(&self.segments),
+            first: self.first,
             len: self.len,
         }
     }
+}
+
+/// The header of the first mapped segment of a writer's list.
+fn first_mapped(segments: &[Arc<Slot>]) -> Option<SegmentHeader> {
+    segments.first()?.view.get().map(|v| v.header)
 }
 
 impl LogReader {
@@ -119,6 +197,7 @@ impl LogReader {
         let segments = shared.snapshot();
         LogReader {
             source: Source::Attached(shared),
+            first: first_mapped(&segments),
             segments,
             len,
         }
@@ -127,8 +206,14 @@ impl LogReader {
     /// Opens the log in `dir` for reading, without taking the writer's lock: works while a writer
     /// in another process appends. Damage is not repaired (that is the writer's job); a reader sees
     /// the valid records and gets an error naming the segment and offset when it reaches damage.
+    ///
+    /// Opening maps only the last segment (and reads the first one's header); every other
+    /// segment is mapped when a read first needs it, so opening costs the same for a log of one
+    /// segment or of thousands. The segments are counted from the directory listing (each
+    /// segment but the last holds the seqs up to the next one's base); a segment that turns out
+    /// missing or damaged when it is mapped fails that read with an error naming it.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
-        let dir = dir.as_ref().to_path_buf();
+        let dir: Arc<Path> = Arc::from(dir.as_ref());
         let listing = recovery::list(&dir)?;
         if let Some((base, idx)) = listing.missing.first() {
             return Err(Error::corrupt(
@@ -142,63 +227,71 @@ impl LogReader {
             ));
         }
         let bases = listing.bases;
-        let mut segments = Vec::with_capacity(bases.len());
-        let mut len = 0;
-        for (i, &base) in bases.iter().enumerate() {
-            let view = SegmentView::open(&dir, base)?;
-            if base != len {
-                // A gap: the segments holding seqs len..base are missing (or the previous one
-                // ends early, which reading it reports).
-                let (path, offset) = match segments.last() {
-                    Some(prev) if i > 0 => {
-                        let prev: &Arc<SegmentView> = prev;
-                        (prev.path.clone(), prev.data().len() as u64)
-                    }
-                    _ => (view.path.clone(), 16),
-                };
-                return Err(Error::corrupt(
-                    path,
-                    offset,
-                    Some(len),
-                    CorruptionKind::MissingSeqs {
-                        from: len,
-                        to: base,
-                    },
-                ));
+        let Some((&last_base, earlier)) = bases.split_last() else {
+            return Ok(LogReader {
+                source: Source::Detached(dir),
+                segments: Arc::new(Vec::new()),
+                first: None,
+                len: 0,
+            });
+        };
+        // The first segment's header first: a bad header is named before what it implies.
+        let mut last_view = None;
+        let first = match earlier.first() {
+            Some(&base) => segment::read_segment_header(&dir, base)?,
+            None => {
+                let view = Arc::new(SegmentView::open(&dir, last_base)?);
+                let header = view.header;
+                last_view = Some(view);
+                header
             }
-            let count = match bases.get(i + 1) {
-                Some(&next) => next.saturating_sub(base),
-                None => last_segment_count(&view)?,
-            };
-            len = base + count;
-            segments.push(Arc::new(view));
+        };
+        if bases[0] != 0 {
+            // A gap: the segments holding seqs 0..base are missing. (Each later segment starts
+            // where the one before it is counted to end: a gap between two segments shows as
+            // the earlier one ending early, which reading it reports.)
+            return Err(Error::corrupt(
+                dir.join(format::segment_file_name(bases[0])),
+                16,
+                Some(0),
+                CorruptionKind::MissingSeqs {
+                    from: 0,
+                    to: bases[0],
+                },
+            ));
         }
+        let last = match last_view {
+            Some(view) => view,
+            None => Arc::new(SegmentView::open(&dir, last_base)?),
+        };
+        let count = last_segment_count(&last)?;
+        let mut segments: Vec<Arc<Slot>> = earlier.iter().map(|&b| Slot::lazy(&dir, b)).collect();
+        segments.push(Slot::mapped(Arc::clone(&last)));
         let mut reader = LogReader {
-            source: Source::Detached(dir.clone()),
+            source: Source::Detached(Arc::clone(&dir)),
             segments: Arc::new(segments),
-            len,
+            first: Some(first),
+            len: last_base + count,
         };
         // A sealed last segment: its successor was created before it was sealed, after the
         // directory was listed above; it must be there now.
-        if let Some(last) = reader.segments.last().cloned() {
-            if last
-                .index_header()
-                .is_some_and(|h| h.state == IndexState::Sealed)
-            {
-                let next = format::segment_file_name(reader.len);
-                if !dir.join(&next).exists() {
-                    return Err(Error::corrupt(
-                        dir.join(next),
-                        0,
-                        Some(reader.len),
-                        CorruptionKind::MissingSegment(format!(
-                            "{} is sealed, and a segment is sealed only once the next one exists",
-                            last.index_path().display()
-                        )),
-                    ));
-                }
-                reader.refresh_detached(&dir)?;
+        if last
+            .index_header()
+            .is_some_and(|h| h.state == IndexState::Sealed)
+        {
+            let next = format::segment_file_name(reader.len);
+            if !dir.join(&next).exists() {
+                return Err(Error::corrupt(
+                    dir.join(next),
+                    0,
+                    Some(reader.len),
+                    CorruptionKind::MissingSegment(format!(
+                        "{} is sealed, and a segment is sealed only once the next one exists",
+                        last.index_path().display()
+                    )),
+                ));
             }
+            reader.refresh_detached(&dir)?;
         }
         Ok(reader)
     }
@@ -215,24 +308,58 @@ impl LogReader {
 
     /// The log's id, when it has a segment.
     pub fn log_id(&self) -> Option<LogId> {
-        self.segments.first().map(|s| s.header.log_id)
+        self.first.map(|h| h.log_id)
     }
 
     /// The payload schema written in the segment headers, when the log has a segment.
     pub fn payload_schema(&self) -> Option<u32> {
-        self.segments.first().map(|s| s.header.payload_schema)
+        self.first.map(|h| h.payload_schema)
     }
 
-    /// The segments this reader sees.
-    pub(crate) fn views(&self) -> &[Arc<SegmentView>] {
-        &self.segments
+    /// The number of segments this reader sees.
+    pub(crate) fn segment_count(&self) -> usize {
+        self.segments.len()
     }
 
-    /// Paths and sizes (bytes readable) of the segment files.
+    /// How many of the segments this reader sees are mapped. A reader opened from a directory
+    /// maps the last segment when it opens and every other one the first time it reads from it
+    /// (clones share what is mapped); a writer's reader shares the writer's maps, all of them.
+    pub fn mapped_segments(&self) -> usize {
+        self.segments
+            .iter()
+            .filter(|s| s.view.get().is_some())
+            .count()
+    }
+
+    /// The base seqs of the segments this reader sees.
+    pub(crate) fn segment_bases(&self) -> Vec<u64> {
+        self.segments.iter().map(|s| s.base).collect()
+    }
+
+    /// The view of segment `k`, mapping it on first use.
+    pub(crate) fn segment_view(&self, k: usize) -> Result<&Arc<SegmentView>> {
+        match self.segments.get(k) {
+            Some(slot) => slot.view(),
+            None => Err(Error::SeqOutOfRange {
+                seq: self.len,
+                len: self.len,
+            }),
+        }
+    }
+
+    /// Paths and sizes (bytes readable) of the segment files. Segments not mapped yet are not
+    /// mapped for this: their size is the file's (0 when it cannot be read).
     pub fn segment_files(&self) -> Vec<(PathBuf, u64)> {
         self.segments
             .iter()
-            .map(|s| (s.path.clone(), s.data().len() as u64))
+            .map(|s| match s.view.get() {
+                Some(v) => (v.path.clone(), v.data().len() as u64),
+                None => {
+                    let path = s.path();
+                    let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+                    (path, len)
+                }
+            })
             .collect()
     }
 
@@ -244,25 +371,30 @@ impl LogReader {
                 let len = shared.published.load(Ordering::SeqCst);
                 if len != self.len {
                     self.segments = shared.snapshot();
+                    if self.first.is_none() {
+                        self.first = first_mapped(&self.segments);
+                    }
                     self.len = len;
                 }
             }
             Source::Detached(dir) => {
-                let dir = dir.clone();
+                let dir = Arc::clone(dir);
                 self.refresh_detached(&dir)?;
             }
         }
         Ok(self.len)
     }
 
-    fn refresh_detached(&mut self, dir: &Path) -> Result<()> {
+    fn refresh_detached(&mut self, dir: &Arc<Path>) -> Result<()> {
         loop {
-            let Some(last) = self.segments.last().cloned() else {
+            let Some(k) = self.segments.len().checked_sub(1) else {
                 let fresh = LogReader::open(dir)?;
                 self.segments = fresh.segments;
+                self.first = fresh.first;
                 self.len = fresh.len;
                 return Ok(());
             };
+            let last = Arc::clone(self.segment_view(k)?);
             let last = if last.has_fallback() {
                 // Found by scanning (no usable index when it was opened): scan again, from a
                 // fresh view, or the reader would never see the records appended since.
@@ -270,7 +402,7 @@ impl LogReader {
                 let count = last_segment_count(&view)?;
                 let mut list = Vec::clone(&self.segments);
                 list.pop();
-                list.push(Arc::clone(&view));
+                list.push(Slot::mapped(Arc::clone(&view)));
                 self.segments = Arc::new(list);
                 self.len = self.len.max(view.header.base_seq + count);
                 view
@@ -314,7 +446,7 @@ impl LogReader {
             }
             let view = Arc::new(SegmentView::open(dir, next)?);
             let mut list = Vec::clone(&self.segments);
-            list.push(view);
+            list.push(Slot::mapped(view));
             self.segments = Arc::new(list);
         }
     }
@@ -322,13 +454,13 @@ impl LogReader {
     /// A segment of another log (its records validate against their own log id) is damage, not
     /// data: the first segment defines the log, as when a writer opens it.
     fn check_ours(&self, view: &SegmentView, seq: u64) -> Result<()> {
-        match self.segments.first() {
-            Some(first) if first.header.log_id != view.header.log_id => Err(Error::corrupt(
+        match &self.first {
+            Some(first) if first.log_id != view.header.log_id => Err(Error::corrupt(
                 &view.path,
                 24,
                 Some(seq),
                 CorruptionKind::ForeignSegment {
-                    expected: first.header.log_id.to_string(),
+                    expected: first.log_id.to_string(),
                     found: view.header.log_id.to_string(),
                 },
             )),
@@ -337,7 +469,7 @@ impl LogReader {
     }
 
     fn segment_for(&self, seq: u64) -> Option<usize> {
-        let k = self.segments.partition_point(|s| s.header.base_seq <= seq);
+        let k = self.segments.partition_point(|s| s.base <= seq);
         k.checked_sub(1)
     }
 
@@ -349,7 +481,7 @@ impl LogReader {
         let k = self
             .segment_for(seq)
             .ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
-        let view = &self.segments[k];
+        let view = self.segment_view(k)?;
         self.check_ours(view, seq)?;
         let i = seq - view.header.base_seq;
         match view.record(i) {
@@ -407,6 +539,7 @@ impl LogReader {
         Iter {
             reader: self,
             seg: usize::MAX,
+            view: None,
             offset: 0,
             seq: start,
             end,
@@ -535,6 +668,8 @@ fn scan_into_fallback(view: &SegmentView, count: u64) {
 pub struct Iter<'a> {
     reader: &'a LogReader,
     seg: usize,
+    /// The view of segment `seg` (mapped when the iterator entered it).
+    view: Option<&'a Arc<SegmentView>>,
     offset: u64,
     seq: u64,
     end: u64,
@@ -547,26 +682,34 @@ impl<'a> Iterator for Iter<'a> {
         if self.seq >= self.end {
             return None;
         }
-        let segments = &self.reader.segments;
+        let reader: &'a LogReader = self.reader;
+        let segments = &reader.segments;
         let entering = match segments.get(self.seg.wrapping_add(1)) {
-            Some(next) => self.seg == usize::MAX || next.header.base_seq <= self.seq,
-            None => self.seg == usize::MAX,
+            Some(next) => self.view.is_none() || next.base <= self.seq,
+            None => self.view.is_none(),
         };
         if entering {
-            let Some(k) = self.reader.segment_for(self.seq) else {
+            let Some(k) = reader.segment_for(self.seq) else {
                 self.seq = self.end;
                 return Some(Err(Error::SeqOutOfRange {
                     seq: self.seq,
-                    len: self.reader.len,
+                    len: reader.len,
                 }));
             };
-            let view = &segments[k];
-            if let Err(e) = self.reader.check_ours(view, self.seq) {
+            let view = match reader.segment_view(k) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.seq = self.end;
+                    return Some(Err(e));
+                }
+            };
+            if let Err(e) = reader.check_ours(view, self.seq) {
                 self.seq = self.end;
                 return Some(Err(e));
             }
             let i = self.seq - view.header.base_seq;
             self.seg = k;
+            self.view = Some(view);
             self.offset = if i == 0 {
                 HEADER_SIZE as u64
             } else {
@@ -578,7 +721,7 @@ impl<'a> Iterator for Iter<'a> {
                 }
             };
         }
-        let view = &segments[self.seg];
+        let view = self.view?;
         match check_record(view.data(), self.offset, self.seq, &view.check) {
             Ok(found) => {
                 let rec = Record {
@@ -611,6 +754,7 @@ impl<'a> Iter<'a> {
             Ok(rec) => {
                 self.seq += 1;
                 self.seg = usize::MAX;
+                self.view = None;
                 Ok(rec)
             }
             Err(e) => {

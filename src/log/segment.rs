@@ -308,6 +308,14 @@ fn decode_segment_header(head: &[u8], path: &Path, base_seq: u64) -> Result<Segm
     Ok(header)
 }
 
+/// Reads and checks the header of the segment of `dir` holding `base_seq`, without mapping it.
+pub(crate) fn read_segment_header(dir: &Path, base_seq: u64) -> Result<SegmentHeader> {
+    let path = dir.join(format::segment_file_name(base_seq));
+    let file = File::open(&path).map_err(|e| Error::io("open segment", &path, e))?;
+    let head = read_header(&file, &path)?;
+    decode_segment_header(&head, &path, base_seq)
+}
+
 impl SegmentView {
     /// Opens and maps a segment (and its index, when present and readable) read-only.
     pub(crate) fn open(dir: &Path, base_seq: u64) -> Result<SegmentView> {
