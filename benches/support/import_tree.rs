@@ -5,6 +5,9 @@
 //! Code copy gets a file name of its own (the session id) and its lines' `sessionId` replaced the
 //! same way. Nothing else changes: the lines are the samples' bytes.
 
+// Shared by the bench and `make_import_tree`: each uses part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 
 /// Which samples a tree is made of.
