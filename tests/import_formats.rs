@@ -1075,3 +1075,175 @@ fn codex_turn_split_across_runs_is_continued_and_totals_go_on() {
     assert_lifecycle_clean(&r);
     assert!(exported(&r) == full.as_bytes()[..prefix_lines(full.as_bytes(), 6)]);
 }
+
+/// Tokens of a source file counted straight from it (serde_json): a Claude Code file's
+/// `usage` once per `message.id` (its last line's; sidechain lines are not the parent's), a
+/// Codex rollout's last cumulative `total_token_usage`. Returns (input, output).
+fn direct_tokens(file: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut by_id: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut codex = None;
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let total = &v["payload"]["info"]["total_token_usage"];
+        if v["payload"]["type"] == "token_count" && total.is_object() {
+            let n = |k: &str| total[k].as_u64().unwrap_or(0);
+            codex = Some((
+                n("input_tokens") - n("cached_input_tokens"),
+                n("output_tokens"),
+            ));
+            continue;
+        }
+        if v["type"] != "assistant" || v["isSidechain"] == true {
+            continue;
+        }
+        let usage = &v["message"]["usage"];
+        if let (Some(id), Some(input)) =
+            (v["message"]["id"].as_str(), usage["input_tokens"].as_u64())
+        {
+            let output = usage["output_tokens"].as_u64().unwrap_or(0);
+            by_id.insert(id.to_owned(), (input, output));
+        }
+    }
+    codex.unwrap_or_else(|| by_id.values().fold((0, 0), |(i, o), (a, b)| (i + a, o + b)))
+}
+
+/// What users of these agents ask `stats` for, on imported sessions: per tool, the calls equal
+/// a direct count in the source and the errors equal the source's failed results (Claude Code
+/// `is_error`) plus the calls the importer answered with TOOL_OUTCOME_UNKNOWN; the tokens equal
+/// the source's (Claude Code usage once per response, Codex's final cumulative totals); and
+/// `Store::stats` (`stats --all`) sums the sessions.
+#[test]
+fn stats_of_imported_sessions_give_tools_failures_and_tokens_of_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut ids = Vec::new();
+    for file in samples() {
+        let summary = import(&store, std::slice::from_ref(&file), None);
+        let main = summary
+            .created
+            .iter()
+            .find(|id| !id.ends_with("-sidechains"))
+            .unwrap()
+            .clone();
+        let r = reader(&store, &main);
+        let stats = r.stats().unwrap();
+        let (want_calls, _) = direct_counts(&file);
+        let calls: BTreeMap<String, u64> = stats
+            .tools
+            .iter()
+            .map(|(k, t)| (k.clone(), t.calls))
+            .collect();
+        assert_eq!(calls, want_calls, "calls of {}", file.display());
+        // Errors per tool: the source's failed results and the importer's synthetic ones.
+        let mut want_errors: BTreeMap<String, u64> = BTreeMap::new();
+        for e in events(&r) {
+            if let EventData::ToolResult(res) = e.data {
+                let synthetic = matches!(&res.error, Opt::Present(e)
+                    if e.code == Opt::Present("TOOL_OUTCOME_UNKNOWN".to_string()));
+                if synthetic {
+                    *want_errors.entry(res.message.tool_name).or_default() += 1;
+                }
+            }
+        }
+        if file.to_string_lossy().contains("claude-code") {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut names = BTreeMap::new();
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                if v["isSidechain"] == true {
+                    continue;
+                }
+                for block in v["message"]["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_use" {
+                        names.insert(
+                            block["id"].as_str().unwrap().to_owned(),
+                            block["name"].as_str().unwrap().to_owned(),
+                        );
+                    } else if block["type"] == "tool_result" && block["is_error"] == true {
+                        let name = &names[block["tool_use_id"].as_str().unwrap()];
+                        *want_errors.entry(name.clone()).or_default() += 1;
+                    }
+                }
+            }
+            let errors: BTreeMap<String, u64> = stats
+                .tools
+                .iter()
+                .filter(|(_, t)| t.errors > 0)
+                .map(|(k, t)| (k.clone(), t.errors))
+                .collect();
+            assert_eq!(errors, want_errors, "errors of {}", file.display());
+        }
+        let (input, output) = direct_tokens(&file);
+        assert_eq!(
+            stats.tokens.output,
+            output,
+            "output tokens of {}",
+            file.display()
+        );
+        assert_eq!(
+            stats.tokens.input,
+            input,
+            "input tokens of {}",
+            file.display()
+        );
+        ids.extend(summary.created);
+    }
+    let all = store.stats().unwrap();
+    assert_eq!(all.sessions, ids.len() as u64);
+    let mut calls = 0;
+    for id in &ids {
+        calls += reader(&store, id)
+            .stats()
+            .unwrap()
+            .tools
+            .values()
+            .map(|t| t.calls)
+            .sum::<u64>();
+    }
+    assert_eq!(
+        all.total.tools.values().map(|t| t.calls).sum::<u64>(),
+        calls
+    );
+}
+
+/// A new session is built in a hidden folder of the store and renamed into place whole: after
+/// an import no hidden folder is left, the session's `session.json` already holds the import
+/// state counting every event (one write, no second one after the events), and a hidden folder
+/// a killed import left behind (its process gone) is removed by the next import.
+#[test]
+fn a_new_session_is_renamed_into_place_whole_with_its_import_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let sessions = dir.path().join("sessions");
+    // What a killed import leaves: a hidden folder named after a process that is gone.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let leftover = sessions.join(format!(".import~{gone}~x"));
+    std::fs::create_dir_all(&leftover).unwrap();
+    let file = data_dir().join("claude-code/marot__spotter__short.jsonl");
+    let summary = import(&store, std::slice::from_ref(&file), None);
+    assert_eq!(summary.created.len(), 1);
+    let hidden: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
+    let id = &summary.created[0];
+    let r = reader(&store, id);
+    let meta = std::fs::read_to_string(sessions.join(id).join("session.json")).unwrap();
+    assert!(meta.contains(&format!("\"events\":{}", r.len())), "{meta}");
+    let lines = std::fs::read(&file)
+        .unwrap()
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    assert!(meta.contains(&format!("\"lines\":{lines}")), "{meta}");
+    assert_eq!(exported(&r), std::fs::read(&file).unwrap());
+}

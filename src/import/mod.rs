@@ -22,13 +22,14 @@
 
 pub mod claude_code;
 pub mod codex;
+mod deferred;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::event::{parse_draft_line, Draft, Map, Opt, Value};
+use crate::event::{parse_draft_line, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
 use crate::session::{Session, SessionMeta};
 use crate::store::Store;
 
@@ -187,7 +188,38 @@ pub(crate) fn get_str<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
 
 /// A JSON string literal.
 pub(crate) fn js(s: &str) -> String {
-    Value::String(s.to_owned()).to_string()
+    let mut out = String::with_capacity(s.len() + 2);
+    push_js(&mut out, s);
+    out
+}
+
+/// Appends `s` as a JSON string literal (`"`, `\`, and control characters escaped).
+pub(crate) fn push_js(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// Parses an ISO-8601 UTC time (`2025-09-25T01:22:20.083Z`, also with an offset) to epoch
@@ -313,6 +345,31 @@ impl<'s> Builder<'s> {
         }
     }
 
+    /// A builder of a new session (no events yet).
+    pub fn fresh(summary: &'s mut Summary, file: String) -> Builder<'s> {
+        Builder {
+            summary,
+            file,
+            out: Vec::new(),
+            next_seq: 0,
+            carry: Vec::new(),
+            line: 0,
+            time: 0,
+            last_turn: None,
+            turn_open: false,
+            step: 0,
+            step_open: false,
+            calls: Vec::new(),
+            nodes: Vec::new(),
+            compaction_open: None,
+            keep_raw: true,
+            sidechain_lines: Vec::new(),
+            keep_open: false,
+            resume_in: None,
+            resume_out: None,
+        }
+    }
+
     /// Records a warning about the current line.
     pub fn warn(&mut self, what: impl std::fmt::Display) {
         let w = format!("{}:{}: {what}", self.file, self.line + 1);
@@ -359,7 +416,45 @@ impl<'s> Builder<'s> {
             return;
         }
         *self.summary.unmapped.entry(kind.to_owned()).or_default() += 1;
-        self.emit(LINE_EVENT, &format!("{{\"kind\":{}}}", js(kind)), None);
+        // Built as the event it is: the JSON of `{"kind":…}` need not be written and parsed.
+        let mut data = Map::new();
+        let _ = data.push("kind", kind.into());
+        let event = Event {
+            seq: 0,
+            time: 0,
+            data: EventData::Unknown(UnknownEvent {
+                type_name: LINE_EVENT.to_owned(),
+                data,
+            }),
+            surface_op: None,
+            source_event_seqs: None,
+            extra: Map::new(),
+        };
+        self.push_event(LINE_EVENT, event);
+    }
+
+    /// Appends a built event with the raw lines waiting; returns its seq.
+    fn push_event(&mut self, ty: &str, mut event: Event) -> u64 {
+        let seq = self.next_seq;
+        if !self.carry.is_empty() {
+            let lines = self.carry.drain(..).map(|(_, v)| v).collect();
+            let _ = event.extra.push(SOURCE_MEMBER, Value::Array(lines));
+        }
+        event.seq = seq;
+        event.time = self.time;
+        self.out.push(Draft {
+            event,
+            seq: Some(seq),
+            time: Some(self.time),
+        });
+        self.next_seq += 1;
+        match self.summary.events.get_mut(ty) {
+            Some(n) => *n += 1,
+            None => {
+                self.summary.events.insert(ty.to_owned(), 1);
+            }
+        }
+        seq
     }
 
     /// Takes the raw lines waiting (to hold them for an event built later).
@@ -387,16 +482,8 @@ impl<'s> Builder<'s> {
         text.push('}');
         let seq = self.next_seq;
         match parse_draft_line(&text) {
-            Ok(mut draft) => {
-                if !self.carry.is_empty() {
-                    let lines = self.carry.drain(..).map(|(_, v)| v).collect();
-                    let _ = draft.event.extra.push(SOURCE_MEMBER, Value::Array(lines));
-                }
-                draft.time = Some(self.time);
-                draft.seq = Some(seq);
-                self.out.push(draft);
-                self.next_seq += 1;
-                *self.summary.events.entry(ty.to_owned()).or_default() += 1;
+            Ok(draft) => {
+                self.push_event(ty, draft.event);
             }
             Err(e) => {
                 // The builder wrote data this crate refuses: a bug, reported, never a panic.
@@ -899,6 +986,9 @@ pub fn import_paths(
     for p in paths {
         collect_files(p, &mut files)?;
     }
+    // What killed imports left behind, once for the whole run (new sessions are built in
+    // hidden folders of the store and renamed into place).
+    store.remove_import_leftovers();
     let total: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(f).ok())
@@ -952,6 +1042,10 @@ pub fn import_paths(
     let mut summary = Summary::default();
     for one in results.into_iter().flatten() {
         summary.merge(one);
+    }
+    // The renames of the new sessions, made durable together.
+    if !summary.created.is_empty() {
+        store.sync_sessions_dir()?;
     }
     Ok(summary)
 }
@@ -1073,13 +1167,141 @@ fn read_head(path: &Path) -> Result<(Vec<u8>, u64)> {
 
 /// Imports one file: a new session, or the lines added since the last import of it. What the
 /// source leaves open at its end is closed (see [`Options::keep_open`] for the other way).
+/// A new session is on stable storage when this returns.
 pub fn import_file(
     store: &Store,
     path: &Path,
     format: Option<Format>,
     summary: &mut Summary,
 ) -> Result<()> {
-    import_source(store, path, format, false, summary)
+    let created = summary.created.len();
+    import_source(store, path, format, false, summary)?;
+    if summary.created.len() > created {
+        store.sync_sessions_dir()?;
+    }
+    Ok(())
+}
+
+/// The lines of a file past what an earlier import took, parsed once each.
+struct NewLines<'d> {
+    /// Where the new bytes start in the file.
+    start: usize,
+    /// The bytes after `start` (an incomplete last line included).
+    new_data: &'d [u8],
+    /// The new lines.
+    src: Vec<SrcLine<'d>>,
+    /// The last line has no newline (and is complete JSON).
+    tail: bool,
+}
+
+impl NewLines<'_> {
+    /// Records in `state` what these lines took.
+    fn done(&self, state: &mut SourceState) {
+        state.lines += self.src.len() as u64;
+        let consumed = if self.tail {
+            state.final_newline = false;
+            self.new_data.len()
+        } else {
+            memchr::memrchr(b'\n', self.new_data).map_or(0, |i| i + 1)
+        };
+        state.bytes = (self.start + consumed) as u64;
+    }
+}
+
+/// The lines of `data` after what `state` says was imported: `None` (with a warning) when the
+/// file cannot be continued (shorter than what was imported, or its last line, imported
+/// without a newline, was changed).
+fn new_lines<'d>(
+    data: &'d [u8],
+    state: &mut SourceState,
+    shown: &str,
+    summary: &mut Summary,
+) -> Option<NewLines<'d>> {
+    if (data.len() as u64) < state.bytes {
+        summary.warnings.push(format!(
+            "{shown}: the file is shorter ({} bytes) than what was imported ({} bytes): skipped",
+            data.len(),
+            state.bytes
+        ));
+        return None;
+    }
+    let mut start = state.bytes as usize;
+    if !state.final_newline && start < data.len() {
+        // The last line imported had no newline; the file grew: its newline comes first.
+        if data[start] == b'\n' {
+            start += 1;
+            state.final_newline = true;
+        } else {
+            summary.warnings.push(format!(
+                "{shown}: the last line imported (without a newline) was continued; the new \
+                 bytes are not imported"
+            ));
+            return None;
+        }
+    }
+    let new_data = &data[start..];
+    let (lines, tail) = split_lines(new_data);
+    let mut src: Vec<SrcLine<'d>> = Vec::with_capacity(lines.len() + 1);
+    let mut n = state.lines;
+    // Each line is parsed once; its value serves the format's mapping.
+    let parse = |l: &[u8], n: u64| -> Option<Value> {
+        let text = std::str::from_utf8(l).ok()?.trim_end_matches('\r');
+        let text = if n == 0 {
+            text.trim_start_matches('\u{feff}')
+        } else {
+            text
+        };
+        crate::event::parse_json(text).ok()
+    };
+    for l in lines {
+        let value = parse(l, n);
+        src.push(SrcLine { n, bytes: l, value });
+        n += 1;
+    }
+    // A tail without a newline is imported when it is complete JSON, else left for later.
+    let mut has_tail = false;
+    if let Some(t) = tail {
+        let value = parse(t, n);
+        if value.is_some() {
+            src.push(SrcLine { n, bytes: t, value });
+            has_tail = true;
+        } else {
+            summary.warnings.push(format!(
+                "{shown}:{}: the last line is incomplete ({} bytes, no newline): left out until it is complete",
+                n + 1,
+                t.len()
+            ));
+        }
+    }
+    Some(NewLines {
+        start,
+        new_data,
+        src,
+        tail: has_tail,
+    })
+}
+
+/// The time of the first timestamped line: lines of a new session before it take it.
+fn first_time(src: &[SrcLine<'_>]) -> Option<i64> {
+    src.iter().find_map(|l| {
+        l.value
+            .as_ref()
+            .and_then(|v| get_str(v, "timestamp"))
+            .and_then(parse_time)
+    })
+}
+
+/// Runs the format's mapping over `src`.
+fn build_format(
+    builder: &mut Builder<'_>,
+    format: Format,
+    src: &[SrcLine<'_>],
+    path: &Path,
+) -> Result<()> {
+    match format {
+        Format::Codex => codex::build(builder, src),
+        Format::ClaudeCode => claude_code::build(builder, src, path, false),
+    }
 }
 
 /// [`import_file`], leaving the source's open turn open when `keep_open`.
@@ -1136,7 +1358,7 @@ fn import_source(
     let data = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
 
     // A session of that id: continue it from where the last import stopped.
-    let (session, mut state, created) = match store.open_session(&id) {
+    match store.open_session(&id) {
         Ok((session, _)) => {
             let meta = session.meta();
             let Some(state) = meta
@@ -1158,7 +1380,8 @@ fn import_source(
             }
             if state.events.is_some_and(|n| n != session.len()) {
                 if state.lines == 0 {
-                    // The first import of this file was killed half-way: built again.
+                    // The first import of this file was killed half-way (a session created in
+                    // place by an earlier version): built again.
                     session.close()?;
                     std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
                     summary.files -= 1;
@@ -1173,12 +1396,14 @@ fn import_source(
                     state.events.unwrap_or(0)
                 )));
             }
-            (session, state, false)
+            let outcome = continue_session(
+                store, path, &shown, &id, &data, &session, state, keep_open, summary,
+            );
+            let closed = session.close();
+            outcome?;
+            closed
         }
         Err(Error::NotFound(_)) => {
-            // Created with all its metadata at once (one write of session.json; the import
-            // state is written when the lines are in).
-            let dir = store.session_dir(&id)?;
             if dir.exists() {
                 return Err(Error::Exists(id));
             }
@@ -1196,160 +1421,145 @@ fn import_source(
             if let Some(parent) = parent_of(format, path, first_value.as_ref()) {
                 meta.parent_session = Opt::Present(parent);
             }
-            let state = SourceState {
-                format,
-                path: abs.display().to_string(),
-                bytes: 0,
-                lines: 0,
-                final_newline: true,
-                events: Some(0),
-                open: false,
-                resume: None,
-            };
-            // The state is written with the session: a run killed before its first lines are
-            // recorded is recognized (and the session built again) by the next one.
-            let _ = meta.store_extra.push(META_MEMBER, state.to_value());
-            let session = Session::create(&dir, meta, store.config().session_options())?;
-            (session, state, true)
+            new_session(
+                store, path, &shown, meta, format, &abs, &data, keep_open, summary,
+            )
         }
-        Err(e) => return Err(e),
+        Err(e) => Err(e),
+    }
+}
+
+/// Imports a file seen for the first time: its events are built first, then the session is
+/// written in a hidden folder of the store with the log's syncs deferred, made durable once
+/// (its log files and folder), and renamed into place with its import state already in its
+/// `session.json`. A failure, or a kill at any point, leaves no session behind (a hidden
+/// folder at most, which the next import or `gc` removes).
+#[allow(clippy::too_many_arguments)]
+fn new_session(
+    store: &Store,
+    path: &Path,
+    shown: &str,
+    mut meta: SessionMeta,
+    format: Format,
+    abs: &Path,
+    data: &[u8],
+    keep_open: bool,
+    summary: &mut Summary,
+) -> Result<()> {
+    let id = meta.id.clone();
+    let mut state = SourceState {
+        format,
+        path: abs.display().to_string(),
+        bytes: 0,
+        lines: 0,
+        final_newline: true,
+        events: Some(0),
+        open: false,
+        resume: None,
     };
-    if (data.len() as u64) < state.bytes {
-        summary.warnings.push(format!(
-            "{shown}: the file is shorter ({} bytes) than what was imported ({} bytes): skipped",
-            data.len(),
-            state.bytes
-        ));
-        session.close()?;
+    let Some(lines) = new_lines(data, &mut state, shown, summary) else {
         return Ok(());
-    }
-    let mut start = state.bytes as usize;
-    if !state.final_newline && start < data.len() {
-        // The last line imported had no newline; the file grew: its newline comes first.
-        if data[start] == b'\n' {
-            start += 1;
-            state.final_newline = true;
-        } else {
-            summary.warnings.push(format!(
-                "{shown}: the last line imported (without a newline) was continued; the new \
-                 bytes are not imported"
-            ));
-            session.close()?;
-            return Ok(());
-        }
-    }
-    let new_data = &data[start..];
-    let (lines, tail) = split_lines(new_data);
-    // A tail without a newline is imported when it is complete JSON, else left for later.
-    let tail = tail.and_then(|t| {
-        let complete = std::str::from_utf8(t)
-            .ok()
-            .is_some_and(|s| crate::event::parse_json(s.trim_end_matches('\r')).is_ok());
-        if complete {
-            Some(t)
-        } else {
-            summary.warnings.push(format!(
-                "{shown}:{}: the last line is incomplete ({} bytes, no newline): left out until it is complete",
-                state.lines + lines.len() as u64 + 1,
-                t.len()
-            ));
-            None
-        }
-    });
-    let close_left_open = state.open && !keep_open;
-    if lines.is_empty() && tail.is_none() && !close_left_open {
-        if created {
-            state.bytes = start as u64;
-            save_state(&session, &state)?;
-            summary.created.push(id.clone());
-        } else {
-            summary.unchanged += 1;
-        }
-        session.close()?;
-        return Ok(());
-    }
-    let mut src: Vec<SrcLine<'_>> = Vec::with_capacity(lines.len() + 1);
-    let mut n = state.lines;
-    for l in lines.iter().copied().chain(tail) {
-        let text = std::str::from_utf8(l).ok().map(|s| {
-            let s = s.trim_end_matches('\r');
-            if n == 0 {
-                s.trim_start_matches('\u{feff}')
-            } else {
-                s
-            }
-        });
-        let value = text.and_then(|t| crate::event::parse_json(t).ok());
-        src.push(SrcLine { n, bytes: l, value });
-        n += 1;
-    }
-    let mut builder = Builder::new(summary, shown.clone(), &session);
+    };
+    let mut builder = Builder::fresh(summary, shown.to_owned());
     builder.keep_open = keep_open;
-    builder.resume_in = state.resume.take();
-    if session.is_empty() {
-        // Lines before the first timestamped one take its time.
-        if let Some(t) = src.iter().find_map(|l| {
-            l.value
-                .as_ref()
-                .and_then(|v| get_str(v, "timestamp"))
-                .and_then(parse_time)
-        }) {
-            builder.time = t;
-        }
+    if let Some(t) = first_time(&lines.src) {
+        builder.time = t;
     }
-    let outcome = (|| -> Result<()> {
-        match format {
-            Format::Codex => codex::build(&mut builder, &src)?,
-            Format::ClaudeCode => claude_code::build(&mut builder, &src, path, false)?,
-        }
-        // One batch: a refusal writes nothing (the state stays where it was).
-        let drafts = std::mem::take(&mut builder.out);
-        session.append_drafts(drafts)?;
-        Ok(())
-    })();
+    let built = build_format(&mut builder, format, &lines.src, path);
+    let drafts = std::mem::take(&mut builder.out);
     let sidechains = std::mem::take(&mut builder.sidechain_lines);
     state.open = builder.turn_is_open();
     state.resume = builder.resume_out.take();
     drop(builder);
-    if let Err(e) = outcome {
-        session.close()?;
-        if created {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        return Err(e);
-    }
-    state.lines = n;
-    let consumed = match tail {
-        Some(_) => {
-            state.final_newline = false;
-            new_data.len()
-        }
-        None => match memchr::memrchr(b'\n', new_data) {
-            Some(i) => i + 1,
-            None => 0,
-        },
-    };
-    state.bytes = (start + consumed) as u64;
-    save_state(&session, &state)?;
-    if created {
-        summary.created.push(id.clone());
-    } else {
-        summary.updated.push(id.clone());
-    }
+    built?;
+    lines.done(&mut state);
+    state.events = Some(drafts.len() as u64);
+    let _ = meta.store_extra.push(META_MEMBER, state.to_value());
+    store.build_session_batched(&id, |temp| {
+        let mut options = store.config().session_options();
+        options.log.durability = crate::log::Durability::Os;
+        options.log.storage = std::sync::Arc::new(deferred::DeferredSync(options.log.storage));
+        let session = Session::create(temp, meta, options)?;
+        let appended = session.append_drafts(drafts);
+        let closed = session.close();
+        appended?;
+        closed?;
+        deferred::sync_built(temp)
+    })?;
+    summary.created.push(id.clone());
+    summary.bytes += lines.new_data.len() as u64;
     if !sidechains.is_empty() {
         let side: Vec<SrcLine<'_>> = sidechains
             .iter()
-            .filter_map(|&i| src.get(i))
+            .filter_map(|&i| lines.src.get(i))
             .map(|l| SrcLine {
                 n: l.n,
                 bytes: l.bytes,
                 value: l.value.clone(),
             })
             .collect();
-        import_sidechains(store, &id, &side, path, &shown, summary)?;
+        import_sidechains(store, &id, &side, path, shown, summary)?;
     }
-    summary.bytes += new_data.len() as u64;
-    session.close()?;
+    Ok(())
+}
+
+/// Appends the lines a file got since its last import to its session. The events are synced
+/// before the import state that counts them is written, so the state never vouches for events
+/// that a power loss could take.
+#[allow(clippy::too_many_arguments)]
+fn continue_session(
+    store: &Store,
+    path: &Path,
+    shown: &str,
+    id: &str,
+    data: &[u8],
+    session: &Session,
+    mut state: SourceState,
+    keep_open: bool,
+    summary: &mut Summary,
+) -> Result<()> {
+    let Some(lines) = new_lines(data, &mut state, shown, summary) else {
+        return Ok(());
+    };
+    let close_left_open = state.open && !keep_open;
+    if lines.src.is_empty() && !close_left_open {
+        summary.unchanged += 1;
+        return Ok(());
+    }
+    let mut builder = Builder::new(summary, shown.to_owned(), session);
+    builder.keep_open = keep_open;
+    builder.resume_in = state.resume.take();
+    if session.is_empty() {
+        if let Some(t) = first_time(&lines.src) {
+            builder.time = t;
+        }
+    }
+    let built = build_format(&mut builder, state.format, &lines.src, path);
+    let drafts = std::mem::take(&mut builder.out);
+    let sidechains = std::mem::take(&mut builder.sidechain_lines);
+    state.open = builder.turn_is_open();
+    state.resume = builder.resume_out.take();
+    drop(builder);
+    built?;
+    // One batch: a refusal writes nothing (the state stays where it was).
+    session.append_drafts(drafts)?;
+    session.sync()?;
+    lines.done(&mut state);
+    save_state(session, &state)?;
+    summary.updated.push(id.to_owned());
+    if !sidechains.is_empty() {
+        let side: Vec<SrcLine<'_>> = sidechains
+            .iter()
+            .filter_map(|&i| lines.src.get(i))
+            .map(|l| SrcLine {
+                n: l.n,
+                bytes: l.bytes,
+                value: l.value.clone(),
+            })
+            .collect();
+        import_sidechains(store, id, &side, path, shown, summary)?;
+    }
+    summary.bytes += lines.new_data.len() as u64;
     Ok(())
 }
 

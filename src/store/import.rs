@@ -202,6 +202,62 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Builds a new session `id` in a hidden folder of the store with `build` (given the folder,
+    /// which does not exist yet; `build` makes it durable), then renames it into place, as
+    /// [`Store::build_session`] does, for imports of many sessions: neither the sweep of
+    /// leftover folders (O(sessions) each time) nor the sync of the sessions folder is made
+    /// here. The caller sweeps once before its batch ([`Store::remove_import_leftovers`]) and
+    /// syncs the sessions folder once after it ([`Store::sync_sessions_dir`]); until then a
+    /// renamed session may be lost by a power loss (whole: its own folder was durable before
+    /// the rename), never seen half-written.
+    pub(crate) fn build_session_batched<T>(
+        &self,
+        id: &str,
+        build: impl FnOnce(&Path) -> Result<T>,
+    ) -> Result<T> {
+        let dir = self.session_dir(id)?;
+        if dir.exists() {
+            return Err(Error::Exists(id.to_string()));
+        }
+        let sessions = self.root().join(super::SESSIONS_DIR);
+        let temp = sessions.join(temp_name(TEMP_PREFIX));
+        let value = match build(&temp) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&temp);
+                return Err(e);
+            }
+        };
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(Error::Exists(id.to_string()));
+        }
+        std::fs::rename(&temp, &dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&temp);
+            Error::io("rename", &temp, e)
+        })?;
+        self.subscribers
+            .send(&[super::StoreNotice::Created(id.to_string())]);
+        Ok(value)
+    }
+
+    /// Removes what imports and forks killed half-way left behind (best effort, as before each
+    /// [`Store::build_session`]).
+    pub(crate) fn remove_import_leftovers(&self) {
+        let _ = remove_leftovers(&self.root().join(super::SESSIONS_DIR));
+    }
+
+    /// Makes the sessions folder's entries durable (the renames of
+    /// [`Store::build_session_batched`]).
+    pub(crate) fn sync_sessions_dir(&self) -> Result<()> {
+        let sessions = self.root().join(super::SESSIONS_DIR);
+        std::fs::File::open(&sessions)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", &sessions, e))
+    }
+}
+
 /// The name of the folder an import or fork is built in: `PREFIX<pid>~<unique id>`. The pid
 /// tells [`remove_leftovers`] whether the builder may still be at work.
 pub(crate) fn temp_name(prefix: &str) -> String {
