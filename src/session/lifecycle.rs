@@ -784,3 +784,219 @@ impl Lifecycle {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints (super::checkpoint): the bookkeeping as bytes and back.
+
+use super::checkpoint::{reason_code, reason_of, Bad, Dec, Enc};
+
+const RULES: [Rule; 15] = [
+    Rule::SeqIsLength,
+    Rule::SourcesBeforeEvent,
+    Rule::TurnStartWhenIdle,
+    Rule::TurnNumber,
+    Rule::StepInsideTurn,
+    Rule::StepStartWhenNoStep,
+    Rule::StepNumber,
+    Rule::StepEndClosesOpenStep,
+    Rule::TurnEndClosesOpenTurn,
+    Rule::TurnEndWithoutOpenStep,
+    Rule::InsideOpenStep,
+    Rule::ResultAnswersCall,
+    Rule::AnsweredOnce,
+    Rule::SurfaceOpValid,
+    Rule::OneCompactionAtATime,
+];
+
+fn decision_code(d: Option<Decision>) -> u8 {
+    match d {
+        None => 0,
+        Some(Decision::Approved) => 1,
+        Some(Decision::Denied) => 2,
+    }
+}
+
+fn decision_of(c: u8) -> Result<Option<Decision>, Bad> {
+    Ok(match c {
+        0 => None,
+        1 => Some(Decision::Approved),
+        2 => Some(Decision::Denied),
+        c => return Err(format!("a decision of {c}")),
+    })
+}
+
+fn encode_call(c: &CallInfo, e: &mut Enc) {
+    e.u64(c.seq);
+    e.str(&c.call_id);
+    e.str(&c.name);
+    e.u64(c.step);
+    e.opt_u64(c.answered_by);
+}
+
+fn decode_call(d: &mut Dec<'_>) -> Result<CallInfo, Bad> {
+    Ok(CallInfo {
+        seq: d.u64()?,
+        call_id: d.string()?,
+        name: d.string()?,
+        step: d.u64()?,
+        answered_by: d.opt_u64()?,
+    })
+}
+
+pub(crate) fn encode_violation(v: &LifecycleError, e: &mut Enc) {
+    let rule = RULES.iter().position(|r| *r == v.rule).unwrap_or(0);
+    e.u8(rule as u8);
+    e.u64(v.seq);
+    e.str(&v.type_name);
+    e.opt_u64(v.open.turn);
+    e.opt_u64(v.open.step);
+    e.opt_u64(v.open.compaction);
+    e.str(&v.detail);
+}
+
+pub(crate) fn decode_violation(d: &mut Dec<'_>) -> Result<LifecycleError, Bad> {
+    let rule = *RULES
+        .get(d.u8()? as usize)
+        .ok_or_else(|| "a rule past the list".to_string())?;
+    Ok(LifecycleError {
+        rule,
+        seq: d.u64()?,
+        type_name: d.string()?,
+        open: OpenState {
+            turn: d.opt_u64()?,
+            step: d.opt_u64()?,
+            compaction: d.opt_u64()?,
+        },
+        detail: d.string()?,
+    })
+}
+
+impl Lifecycle {
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.u64(self.len);
+        e.opt_u64(self.last_turn);
+        match self.last_end {
+            None => e.u8(0),
+            Some((turn, reason)) => {
+                e.u8(1);
+                e.u64(turn);
+                e.u8(reason_code(reason));
+            }
+        }
+        match &self.turn {
+            None => e.u8(0),
+            Some(t) => {
+                e.u8(1);
+                e.u64(t.turn);
+                e.u64(t.start_seq);
+                e.opt_u64(t.last_step);
+                match &t.step {
+                    None => e.u8(0),
+                    Some(s) => {
+                        e.u8(1);
+                        e.u64(s.step);
+                        e.u64(s.start_seq);
+                        e.bool(s.first);
+                        e.bool(s.has_message);
+                        e.u64(s.approvals.len() as u64);
+                        for (id, dec) in &s.approvals {
+                            e.str(id);
+                            e.u8(decision_code(*dec));
+                        }
+                    }
+                }
+                e.u64(t.calls.len() as u64);
+                for c in &t.calls {
+                    encode_call(c, e);
+                }
+            }
+        }
+        e.opt_u64(self.compaction);
+        e.u64(self.turns_completed);
+        e.u64(self.call_turns.len() as u64);
+        for (seq, turn) in &self.call_turns {
+            e.u64(*seq);
+            e.u64(*turn);
+        }
+        e.u64(self.closed_unanswered.len() as u64);
+        for c in &self.closed_unanswered {
+            encode_call(c, e);
+        }
+    }
+
+    pub(crate) fn decode(d: &mut Dec<'_>) -> Result<Lifecycle, Bad> {
+        let len = d.u64()?;
+        let last_turn = d.opt_u64()?;
+        let last_end = match d.u8()? {
+            0 => None,
+            1 => Some((d.u64()?, reason_of(d.u8()?)?)),
+            t => return Err(format!("a last-end tag of {t}")),
+        };
+        let turn = match d.u8()? {
+            0 => None,
+            1 => {
+                let turn = d.u64()?;
+                let start_seq = d.u64()?;
+                let last_step = d.opt_u64()?;
+                let step = match d.u8()? {
+                    0 => None,
+                    1 => {
+                        let step = d.u64()?;
+                        let start_seq = d.u64()?;
+                        let first = d.bool()?;
+                        let has_message = d.bool()?;
+                        let n = d.count(9)?;
+                        let mut approvals = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            approvals.push((d.string()?, decision_of(d.u8()?)?));
+                        }
+                        Some(StepTrack {
+                            step,
+                            start_seq,
+                            first,
+                            has_message,
+                            approvals,
+                        })
+                    }
+                    t => return Err(format!("a step tag of {t}")),
+                };
+                let n = d.count(33)?;
+                let mut calls = Vec::with_capacity(n);
+                for _ in 0..n {
+                    calls.push(decode_call(d)?);
+                }
+                Some(TurnTrack {
+                    turn,
+                    start_seq,
+                    last_step,
+                    step,
+                    calls,
+                })
+            }
+            t => return Err(format!("a turn tag of {t}")),
+        };
+        let compaction = d.opt_u64()?;
+        let turns_completed = d.u64()?;
+        let n = d.count(16)?;
+        let mut call_turns = imbl::OrdMap::new();
+        for _ in 0..n {
+            let seq = d.u64()?;
+            call_turns.insert(seq, d.u64()?);
+        }
+        let n = d.count(33)?;
+        let mut closed_unanswered = imbl::Vector::new();
+        for _ in 0..n {
+            closed_unanswered.push_back(decode_call(d)?);
+        }
+        Ok(Lifecycle {
+            len,
+            last_turn,
+            last_end,
+            turn,
+            compaction,
+            turns_completed,
+            call_turns,
+            closed_unanswered,
+        })
+    }
+}

@@ -90,6 +90,15 @@ pub struct Session {
     keep_raw_chunks: bool,
     durability: Durability,
     subscribers: Subscribers<Notice>,
+    /// Checkpoints (`CHECKPOINT`): the log's seal count when the last one was started, and
+    /// the thread writing one after a seal, if any.
+    checkpoint: Mutex<CheckpointTask>,
+}
+
+#[derive(Default)]
+struct CheckpointTask {
+    seals: u64,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -156,6 +165,7 @@ impl Session {
             inner: Mutex::new(inner),
             keep_raw_chunks: options.keep_raw_chunks,
             subscribers: Subscribers::new(),
+            checkpoint: Mutex::new(CheckpointTask::default()),
         }
     }
 
@@ -172,28 +182,30 @@ impl Session {
             Some(cut) => super::salvage::write_after_cut(cut, log.log_id())?,
             None => Vec::new(),
         };
-        let mut inner = Inner {
-            lifecycle: Lifecycle::new(),
-            projector: Projector::new(),
-            buf: AlignedVec::new(),
-            last_time: i64::MIN,
-        };
-        let mut violations = Vec::new();
+        super::checkpoint::remove_stale_tmp(&dir);
+        // From the newest valid checkpoint (a missing, stale or damaged one is ignored), then
+        // only the events after it.
         let reader = log.reader();
-        for rec in reader.iter() {
+        let mut derived = super::checkpoint::load_or_empty(&dir, &reader, reader.len(), true);
+        derived.skip_projection = false;
+        let mut violations = std::mem::take(&mut derived.violations);
+        let mut lifecycle = derived.stats.lifecycle().clone();
+        let mut projector = std::mem::take(&mut derived.projector);
+        let mut last_time = derived.last_time;
+        for rec in reader.range(derived.len..) {
             let rec = rec?;
             let event = access_event(rec.payload).map_err(|source| Error::Archive {
                 seq: Some(rec.seq),
                 source,
             })?;
             let facts = Facts::of_archived(event);
-            if let Err(v) = inner.lifecycle.check(&facts) {
-                if violations.len() < 16 {
+            if let Err(v) = lifecycle.check(&facts) {
+                if violations.len() < super::checkpoint::MAX_VIOLATIONS {
                     violations.push(v);
                 }
             }
-            inner.lifecycle.apply(&facts);
-            inner.last_time = inner.last_time.max(event.time());
+            lifecycle.apply(&facts);
+            last_time = last_time.max(event.time());
             if projector_wants(event.event_type()) {
                 let owned = decode_event(event).map_err(|source| Error::Archive {
                     seq: Some(rec.seq),
@@ -201,9 +213,15 @@ impl Session {
                 })?;
                 // A stored event the projection cannot place is left out of the history; the
                 // lifecycle violation (if any) is reported above.
-                let _ = inner.projector.apply(&owned);
+                let _ = projector.apply(&owned);
             }
         }
+        let inner = Inner {
+            lifecycle,
+            projector,
+            buf: AlignedVec::new(),
+            last_time,
+        };
         let report = OpenReport {
             log: log_report,
             state: inner.lifecycle.state(),
@@ -211,7 +229,9 @@ impl Session {
             violations,
             salvaged,
         };
-        Ok((Session::from_parts(dir, log, meta, inner, &options), report))
+        let session = Session::from_parts(dir, log, meta, inner, &options);
+        lock(&session.checkpoint).seals = session.log.seals();
+        Ok((session, report))
     }
 
     /// The session's directory.
@@ -336,6 +356,9 @@ impl Session {
         // (group commit).
         if let (Some(end), Durability::Sync) = (end, durability) {
             self.log.sync_through(end)?;
+        }
+        if end.is_some() {
+            self.checkpoint_after_seal();
         }
         Ok(seqs)
     }
@@ -637,9 +660,48 @@ impl Session {
         (!inner.lifecycle.is_empty()).then_some(inner.last_time)
     }
 
-    /// Closes the session cleanly (the log is synced and marked closed).
+    /// Closes the session cleanly (the log is synced and marked closed) and brings its
+    /// checkpoint up to date (best effort: a checkpoint is a cache, and failing to write one
+    /// loses nothing).
     pub fn close(self) -> Result<()> {
+        self.write_checkpoint_now();
         Ok(self.log.close()?)
+    }
+
+    /// Writes the checkpoint for every event appended so far, waiting for one being written
+    /// after a seal first. Best effort: a checkpoint is a cache.
+    fn write_checkpoint_now(&self) {
+        let mut task = lock(&self.checkpoint);
+        if let Some(t) = task.thread.take() {
+            let _ = t.join();
+        }
+        let reader = self.log.reader();
+        let _ = super::checkpoint::refresh(&self.dir, &reader, reader.len());
+    }
+
+    /// After an append: when the log sealed a segment since the last checkpoint, writes one in
+    /// the background for the events up to now (one at a time; a seal while one is being
+    /// written is covered by the next).
+    fn checkpoint_after_seal(&self) {
+        let seals = self.log.seals();
+        let mut task = lock(&self.checkpoint);
+        if seals == task.seals || task.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        if let Some(t) = task.thread.take() {
+            let _ = t.join();
+        }
+        task.seals = seals;
+        let reader = self.log.reader();
+        let to = reader.len();
+        let dir = self.dir.clone();
+        task.thread = std::thread::Builder::new()
+            .name("agentlog-checkpoint".into())
+            .spawn(move || {
+                // Best effort: a checkpoint is a cache.
+                let _ = super::checkpoint::refresh(&dir, &reader, to);
+            })
+            .ok();
     }
 }
 
