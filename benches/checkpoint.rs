@@ -19,8 +19,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 mod gen;
 
 fn build(dir: &Path, n: usize) {
-    let s = Session::create(dir, SessionMeta::new("s", 0), SessionOptions::default())
-        .expect("create");
+    let s =
+        Session::create(dir, SessionMeta::new("s", 0), SessionOptions::default()).expect("create");
     let events = gen::events(n);
     for chunk in events.chunks(1024) {
         let drafts = chunk

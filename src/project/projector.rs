@@ -63,6 +63,11 @@ pub struct Projector {
     last_seq: Option<u64>,
     /// The calls whose step or turn ended while they were unanswered: seq → callId.
     closed_unanswered: imbl::OrdMap<u64, Arc<str>>,
+    /// Drop the answered calls of a turn when it ends (a session's writer and the checkpoints:
+    /// the lifecycle rules refuse a result for a call of another turn, so memory need not grow
+    /// with the number of calls). Off by default: [`tool_call`](Self::tool_call) and
+    /// [`is_answered`](Self::is_answered) see every call.
+    forget_closed: bool,
 }
 
 /// What applying an event would do, worked out without changing anything.
@@ -130,6 +135,9 @@ impl Projector {
                         self.closed_unanswered
                             .insert(call.seq, Arc::from(call.call_id.as_str()));
                     }
+                }
+                if step.is_none() && self.forget_closed {
+                    self.forget_answered_up_to(turn);
                 }
             }
             Plan::Node { message, place } => {
@@ -597,6 +605,35 @@ fn decode_call(d: &mut Dec<'_>) -> Result<ToolCallInfo, Bad> {
 }
 
 impl Projector {
+    /// From now on drops the answered calls of each turn when it ends (and those of turns up to
+    /// the last one ended now): what a session's writer keeps no longer grows with the number
+    /// of calls. A result naming a call of a closed turn (which the lifecycle rules refuse)
+    /// then resolves as if that call were not there.
+    pub(crate) fn forget_answered_calls_of_closed_turns(&mut self, last_ended_turn: Option<u64>) {
+        self.forget_closed = true;
+        if let Some(turn) = last_ended_turn {
+            self.forget_answered_up_to(turn);
+        }
+    }
+
+    /// The answered calls kept.
+    #[cfg(test)]
+    pub(crate) fn answered_len(&self) -> usize {
+        self.answered.len()
+    }
+
+    fn forget_answered_up_to(&mut self, turn: u64) {
+        let gone: Vec<u64> = self
+            .answered
+            .values()
+            .filter(|c| c.turn <= turn)
+            .map(|c| c.seq)
+            .collect();
+        for seq in gone {
+            self.answered.remove(&seq);
+        }
+    }
+
     /// The projection as checkpoint bytes: each surface node by the seq of its event (and a
     /// tool result's resolved `toolUseId`), not its content, which the log holds.
     pub(crate) fn encode_state(&self, e: &mut Enc) {

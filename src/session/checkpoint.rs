@@ -237,11 +237,22 @@ pub(crate) struct Derived {
 pub(crate) const MAX_VIOLATIONS: usize = 16;
 
 impl Derived {
-    pub(crate) fn new() -> Self {
-        Derived {
+    /// Nothing derived yet, from `log`: the lifecycle reads the calls of closed turns from it
+    /// instead of keeping them.
+    pub(crate) fn new(log: &LogReader) -> Self {
+        let mut d = Derived {
             last_time: i64::MIN,
             ..Derived::default()
-        }
+        };
+        d.attach(log);
+        d
+    }
+
+    fn attach(&mut self, log: &LogReader) {
+        let lifecycle = self.stats.lifecycle_mut();
+        lifecycle.read_past_calls_from(log.clone(), false);
+        let ended = lifecycle.last_end().map(|(turn, _)| turn);
+        self.projector.forget_answered_calls_of_closed_turns(ended);
     }
 
     /// Applies the events `self.len..to` of `log`.
@@ -537,14 +548,15 @@ pub(crate) fn load_or_empty(dir: &Path, log: &LogReader, limit: u64, project: bo
             } else {
                 stored.derived_without_projection()
             };
-            if let Ok(d) = d {
+            if let Ok(mut d) = d {
+                d.attach(log);
                 return d;
             }
         }
     }
     Derived {
         skip_projection: !project,
-        ..Derived::new()
+        ..Derived::new(log)
     }
 }
 
@@ -657,7 +669,7 @@ impl SessionReader {
                 reason: format!("{}: {reason}", self.dir().join(CHECKPOINT_FILE).display()),
             });
         }
-        let mut full = Derived::new();
+        let mut full = Derived::new(self.log());
         full.advance(self.log(), covers)?;
         let replayed = full.encode_sections();
         for (i, name) in ["lifecycle state", "statistics", "projection"]

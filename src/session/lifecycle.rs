@@ -252,6 +252,52 @@ struct TurnTrack {
     calls: Vec<CallInfo>,
 }
 
+/// Where a [`Lifecycle`] finds the `tool/call`s of closed turns when it does not keep them: the
+/// log it is derived from.
+pub(crate) trait PastCalls: Send + Sync {
+    /// The events it can read: seqs below this.
+    fn visible(&self) -> u64;
+    /// The turn of the `tool/call` at `seq` (below [`visible`](Self::visible)); `None` when
+    /// the event there is no `tool/call` (or cannot be read).
+    fn call_turn(&self, seq: u64) -> Option<u64>;
+}
+
+/// The calls of closed turns, read from a log (a writer's attached reader sees its appends).
+/// `follow`: the reader is a writer's, refreshed to see the appends.
+struct LogCalls(std::sync::Mutex<crate::log::LogReader>, bool);
+
+impl PastCalls for LogCalls {
+    fn visible(&self) -> u64 {
+        let mut r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if self.1 {
+            let _ = r.refresh();
+        }
+        r.len()
+    }
+
+    fn call_turn(&self, seq: u64) -> Option<u64> {
+        let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let rec = r.get(seq).ok()?;
+        match &crate::event::access_event(rec.payload).ok()?.data {
+            crate::event::ArchivedEventData::ToolCall(c) => Some(c.turn.to_native()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Past(Option<std::sync::Arc<dyn PastCalls>>);
+
+impl fmt::Debug for Past {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Past(log)"
+        } else {
+            "Past(kept)"
+        })
+    }
+}
+
 /// The lifecycle bookkeeping of one session.
 #[derive(Debug, Clone, Default)]
 pub struct Lifecycle {
@@ -261,10 +307,15 @@ pub struct Lifecycle {
     turn: Option<TurnTrack>,
     compaction: Option<u64>,
     turns_completed: u64,
-    /// The turn of every `tool/call` applied, by seq (a persistent map: cloning the bookkeeping
+    /// The turn of the `tool/call`s applied, by seq (a persistent map: cloning the bookkeeping
     /// for a batch stays O(1)). Tells a `sourceEventSeqs[0]` that names a call of another turn
-    /// (refused) from one that names no call (on to the name rule).
+    /// (refused) from one that names no call (on to the name rule). Every call, unless `past`
+    /// is set: then only those of the open turn and those its log cannot show yet (a batch being
+    /// checked), the rest read from the log when needed, so the memory does not grow with the
+    /// number of calls.
     call_turns: imbl::OrdMap<u64, u64>,
+    /// Where the calls of closed turns are read from, when they are not kept.
+    past: Past,
     /// The calls that were unanswered when their step (or turn) ended, in seq order (a later
     /// result for one takes it off). The renderings give them the synthetic error result of
     /// EVENTS.md §7 (a persistent vector: cloning stays O(1)).
@@ -281,6 +332,66 @@ impl Lifecycle {
     /// An empty session's bookkeeping.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// From now on keeps only the calls of the open turn (and those `log` cannot show yet),
+    /// reading older ones from `log` when a result names one: the memory no longer grows with
+    /// the number of calls. `log` must hold the events this bookkeeping was derived from.
+    /// `follow`: `log` is a writer's, which must see the events appended after this call.
+    pub(crate) fn read_past_calls_from(&mut self, log: crate::log::LogReader, follow: bool) {
+        self.past = Past(Some(std::sync::Arc::new(LogCalls(
+            std::sync::Mutex::new(log),
+            follow,
+        ))));
+        self.forget_visible_calls();
+    }
+
+    /// The calls kept in the call map (all of them unless they are read from the log).
+    #[cfg(test)]
+    pub(crate) fn kept_calls(&self) -> usize {
+        self.call_turns.len()
+    }
+
+    /// The turn of the `tool/call` at `seq`, if the event there is one.
+    fn call_turn(&self, seq: u64) -> Option<u64> {
+        if let Some(&turn) = self.call_turns.get(&seq) {
+            return Some(turn);
+        }
+        let past = self.past.0.as_ref()?;
+        if self
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.calls.iter().any(|c| c.seq == seq))
+        {
+            // Kept in `call_turns`: not found there means not a call.
+            return None;
+        }
+        past.call_turn(seq)
+    }
+
+    /// Drops the calls of closed turns that the log shows (when `past` is set).
+    fn forget_visible_calls(&mut self) {
+        let Some(past) = &self.past.0 else {
+            return;
+        };
+        if self.call_turns.is_empty() {
+            return;
+        }
+        let visible = past.visible();
+        let open: Vec<u64> = self
+            .turn
+            .as_ref()
+            .map(|t| t.calls.iter().map(|c| c.seq).collect())
+            .unwrap_or_default();
+        let gone: Vec<u64> = self
+            .call_turns
+            .keys()
+            .copied()
+            .filter(|seq| *seq < visible && !open.contains(seq))
+            .collect();
+        for seq in gone {
+            self.call_turns.remove(&seq);
+        }
     }
 
     /// Events applied so far (the seq the next one gets).
@@ -418,9 +529,7 @@ impl Lifecycle {
             return Err(self.refuse(f, Rule::ResultAnswersCall, "not a tool result".into()));
         };
         let calls = self.calls();
-        let named = f
-            .first_source
-            .filter(|src| self.call_turns.contains_key(src));
+        let named = f.first_source.filter(|&src| self.call_turn(src).is_some());
         let found = if let Some(id) = call_id {
             // The earliest unanswered call of the turn with this id (ids may repeat); when every
             // call with it is answered, the result would answer one a second time.
@@ -441,7 +550,7 @@ impl Lifecycle {
             match calls.iter().position(|c| c.seq == src) {
                 Some(i) => i,
                 None => {
-                    let other = self.call_turns.get(&src).copied().unwrap_or_default();
+                    let other = self.call_turn(src).unwrap_or_default();
                     return Err(self.refuse(
                         f,
                         Rule::ResultAnswersCall,
@@ -712,6 +821,7 @@ impl Lifecycle {
                 self.turn = None;
                 self.last_end = Some((turn, reason));
                 self.turns_completed += 1;
+                self.forget_visible_calls();
             }
             Kind::Assistant { message: true, .. } => {
                 if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
@@ -996,6 +1106,7 @@ impl Lifecycle {
             compaction,
             turns_completed,
             call_turns,
+            past: Past::default(),
             closed_unanswered,
         })
     }

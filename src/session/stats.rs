@@ -380,6 +380,10 @@ impl StatsCollector {
         &self.lifecycle
     }
 
+    pub(crate) fn lifecycle_mut(&mut self) -> &mut Lifecycle {
+        &mut self.lifecycle
+    }
+
     /// The counters as checkpoint bytes (the lifecycle is written apart).
     pub(crate) fn encode_counters(&self, e: &mut Enc) {
         let s = &self.stats;

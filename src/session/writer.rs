@@ -140,9 +140,14 @@ impl Session {
         // crash between the two leaves a session whose session.json can be rebuilt.
         meta.write_logmeta(&dir, log.reader().log_id())?;
         meta.save(&dir)?;
+        let mut lifecycle = Lifecycle::new();
+        // The calls of closed turns are read from the log when needed, not kept.
+        lifecycle.read_past_calls_from(log.reader(), true);
+        let mut projector = Projector::new();
+        projector.forget_answered_calls_of_closed_turns(None);
         let inner = Inner {
-            lifecycle: Lifecycle::new(),
-            projector: Projector::new(),
+            lifecycle,
+            projector,
             buf: AlignedVec::new(),
             last_time: i64::MIN,
         };
@@ -190,7 +195,10 @@ impl Session {
         derived.skip_projection = false;
         let mut violations = std::mem::take(&mut derived.violations);
         let mut lifecycle = derived.stats.lifecycle().clone();
+        // The calls of closed turns are read from the log when needed, not kept.
+        lifecycle.read_past_calls_from(log.reader(), true);
         let mut projector = std::mem::take(&mut derived.projector);
+        projector.forget_answered_calls_of_closed_turns(lifecycle.last_end().map(|(t, _)| t));
         let mut last_time = derived.last_time;
         for rec in reader.range(derived.len..) {
             let rec = rec?;
@@ -750,4 +758,99 @@ pub(crate) fn projector_wants(t: Option<EventType>) -> bool {
                 EventType::ToolCall | EventType::StepEnd | EventType::TurnEnd
             )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_draft_line;
+
+    fn ev(s: &Session, json: &str) {
+        let d = parse_draft_line(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        s.append_draft(d).unwrap_or_else(|e| panic!("{json}: {e}"));
+    }
+
+    fn turn(s: &Session, t: u64, calls: u64) {
+        ev(
+            s,
+            &format!(r#"{{"type":"turn/start","data":{{"turn":{t}}}}}"#),
+        );
+        ev(
+            s,
+            &format!(r#"{{"type":"step/start","data":{{"turn":{t},"step":1}}}}"#),
+        );
+        for c in 0..calls {
+            ev(
+                s,
+                &format!(
+                    r#"{{"type":"tool/call","data":{{"turn":{t},"step":1,"callId":"c{c}","name":"ls","arguments":"{{}}"}}}}"#
+                ),
+            );
+        }
+        for c in 0..calls {
+            ev(
+                s,
+                &format!(
+                    r#"{{"type":"tool/result","data":{{"turn":{t},"step":1,"message":{{"role":"tool","toolName":"ls","content":"ok","isError":false}},"callId":"c{c}"}},"surfaceOp":"append"}}"#
+                ),
+            );
+        }
+        ev(
+            s,
+            &format!(r#"{{"type":"step/end","data":{{"turn":{t},"step":1}}}}"#),
+        );
+        ev(
+            s,
+            &format!(
+                r#"{{"type":"turn/end","data":{{"turn":{t},"reason":{{"kind":"completed"}}}}}}"#
+            ),
+        );
+    }
+
+    /// The calls a writer keeps do not grow with the number of calls: those of closed turns
+    /// are read from the log when a result names one, after a create and after an open.
+    #[test]
+    fn a_writer_keeps_no_call_of_a_closed_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let s =
+            Session::create(&path, SessionMeta::new("s", 0), SessionOptions::default()).unwrap();
+        for t in 1..=50 {
+            turn(&s, t, 4);
+        }
+        {
+            let inner = lock(&s.inner);
+            assert_eq!(inner.lifecycle.kept_calls(), 0);
+            assert_eq!(inner.projector.answered_len(), 0);
+        }
+        ev(&s, r#"{"type":"turn/start","data":{"turn":51}}"#);
+        ev(&s, r#"{"type":"step/start","data":{"turn":51,"step":1}}"#);
+        ev(
+            &s,
+            r#"{"type":"tool/call","data":{"turn":51,"step":1,"callId":"x","name":"ls","arguments":"{}"}}"#,
+        );
+        assert_eq!(
+            lock(&s.inner).lifecycle.kept_calls(),
+            1,
+            "the open turn's call"
+        );
+        // A result naming (by sourceEventSeqs) a call of turn 1 is still refused: the call is
+        // found in the log.
+        let err = s
+            .append_draft(
+                parse_draft_line(r#"{"type":"tool/result","data":{"turn":51,"step":1,"message":{"role":"tool","toolName":"ls","content":"ok","isError":false}},"surfaceOp":"append","sourceEventSeqs":[2]}"#)
+                    .unwrap(),
+            )
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("names a tool/call of turn 1"),
+            "{err}"
+        );
+        drop(s);
+        // Dropped without close: the open replays from the last checkpoint (or the start).
+        let (s, _) = Session::open(&path, SessionOptions::default()).unwrap();
+        let inner = lock(&s.inner);
+        assert_eq!(inner.lifecycle.kept_calls(), 1);
+        assert_eq!(inner.projector.answered_len(), 0);
+    }
 }
