@@ -1,5 +1,5 @@
 //! Checkpoints: opening a session for writing (resume), its turn state from a reader (`status`),
-//! its history (`derive_messages`) and its statistics, each starting from the checkpoint a clean
+//! and its history (`derive_messages`), each starting from the checkpoint a clean
 //! close wrote and, in the same run on the same session, by a full replay (the checkpoint moved
 //! aside). The session is the generated one every bench measures (`support/gen.rs`, ~1 KB mean
 //! events); its size is `AGENTLOG_CKPT_EVENTS` events (default 200,000).
@@ -78,12 +78,6 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let r = SessionReader::open(&dir).expect("reader");
                 black_box(r.derive_messages().expect("derive").len())
-            })
-        });
-        group.bench_function(format!("stats/{tag}"), |b| {
-            b.iter(|| {
-                let r = SessionReader::open(&dir).expect("reader");
-                black_box(r.stats().expect("stats").events)
             })
         });
     }

@@ -519,8 +519,13 @@ fn with_tool(tools: &mut BTreeMap<String, ToolStats>, name: &str, f: impl FnOnce
 impl SessionReader {
     /// The statistics of every event this reader sees, and the session's bytes on disk.
     pub fn stats(&self) -> Result<SessionStats> {
-        // From the newest valid checkpoint, replaying only the events after it.
-        let mut stats = self.derived_at(self.len(), false)?.stats.finish();
+        // A full replay, not from the checkpoint: reading every record is how a damaged
+        // session is found and named (store-wide statistics skip it).
+        let mut collector = StatsCollector::new();
+        for event in self.events() {
+            collector.add(event?);
+        }
+        let mut stats = collector.finish();
         stats.bytes = self.bytes_on_disk();
         Ok(stats)
     }
