@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -190,6 +190,9 @@ pub(crate) struct Inner {
     poison_cause: Mutex<Option<String>>,
     /// The thread finishing the last sealed segment (sync, trim, final index header), if any.
     sealing: Mutex<Option<JoinHandle<()>>>,
+    /// Segments retired (sealed or being sealed) since this writer opened: a hook for caches
+    /// kept at seals ([`Log::seals`]).
+    seals: AtomicU64,
     me: Weak<Inner>,
     _lock: WriterLock,
 }
@@ -235,6 +238,7 @@ impl Log {
             poisoned: AtomicBool::new(false),
             poison_cause: Mutex::new(None),
             sealing: Mutex::new(None),
+            seals: AtomicU64::new(0),
             me: me.clone(),
             _lock: lock,
         });
@@ -318,6 +322,13 @@ impl Log {
     /// Number of records known to be on stable storage.
     pub fn synced_len(&self) -> u64 {
         lock(&self.inner.sync).synced
+    }
+
+    /// The number of segments retired since this writer opened (each sealed in the background
+    /// as the next one starts): a caller that keeps something derived from the log can notice a
+    /// seal after an append.
+    pub fn seals(&self) -> u64 {
+        self.inner.seals.load(Ordering::Acquire)
     }
 
     /// True after a failed fdatasync: every later append fails with [`Error::Poisoned`].
@@ -543,6 +554,7 @@ impl Inner {
         let Some(mut a) = w.retired.take() else {
             return Ok(());
         };
+        self.seals.fetch_add(1, Ordering::Release);
         // Finishing a segment (an fdatasync of everything in it, the final index header) takes
         // as long as the disk needs to write the segment: a thread does it, so appends go on in
         // the next segment. `sync`, the next seal and `close` wait for it.

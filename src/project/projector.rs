@@ -63,6 +63,11 @@ pub struct Projector {
     last_seq: Option<u64>,
     /// The calls whose step or turn ended while they were unanswered: seq → callId.
     closed_unanswered: imbl::OrdMap<u64, Arc<str>>,
+    /// Drop the answered calls of a turn when it ends (a session's writer and the checkpoints:
+    /// the lifecycle rules refuse a result for a call of another turn, so memory need not grow
+    /// with the number of calls). Off by default: [`tool_call`](Self::tool_call) and
+    /// [`is_answered`](Self::is_answered) see every call.
+    forget_closed: bool,
 }
 
 /// What applying an event would do, worked out without changing anything.
@@ -130,6 +135,9 @@ impl Projector {
                         self.closed_unanswered
                             .insert(call.seq, Arc::from(call.call_id.as_str()));
                     }
+                }
+                if step.is_none() && self.forget_closed {
+                    self.forget_answered_up_to(turn);
                 }
             }
             Plan::Node { message, place } => {
@@ -543,4 +551,159 @@ pub fn derive_at<'a>(
     n: u64,
 ) -> Result<Messages, ProjectError> {
     derive(events.into_iter().take_while(|event| event.seq < n))
+}
+
+/// The message a surface event projects to: its role and content, exactly as
+/// [`Projector::apply`] builds it (`tool_use_id` is the resolved id of a `tool/result`). `None`
+/// for an event that projects to no message. What a checkpoint restores a node from.
+pub(crate) fn node_message(event: &Event, tool_use_id: Option<&str>) -> Option<Message> {
+    let (role, content) = match &event.data {
+        EventData::UserMessage(m) => (Role::User, &m.content),
+        EventData::SystemMessage(m) => (Role::System, &m.content),
+        EventData::AssistantMessage(m) if !m.message.content.is_empty() => {
+            (Role::Assistant, &m.message.content)
+        }
+        EventData::ToolResult(result) => {
+            return Some(tool_result_message(
+                event.seq,
+                result,
+                tool_use_id?.to_string(),
+            ))
+        }
+        _ => return None,
+    };
+    Some(Message {
+        role,
+        content: content.clone(),
+        source_seq: event.seq,
+    })
+}
+
+use crate::session::checkpoint::{Bad, Dec, Enc};
+
+/// Builds the message of the event at a seq (with a tool result's `toolUseId`).
+pub(crate) type NodeFn<'a> = dyn FnMut(u64, Option<&str>) -> Result<Message, Bad> + 'a;
+
+fn encode_call(c: &ToolCallInfo, e: &mut Enc) {
+    e.u64(c.seq);
+    e.str(&c.call_id);
+    e.str(&c.name);
+    e.u64(c.turn);
+    e.u64(c.step);
+    e.opt_u64(c.answered_by);
+}
+
+fn decode_call(d: &mut Dec<'_>) -> Result<ToolCallInfo, Bad> {
+    Ok(ToolCallInfo {
+        seq: d.u64()?,
+        call_id: d.string()?,
+        name: d.string()?,
+        turn: d.u64()?,
+        step: d.u64()?,
+        answered_by: d.opt_u64()?,
+    })
+}
+
+impl Projector {
+    /// From now on drops the answered calls of each turn when it ends (and those of turns up to
+    /// the last one ended now): what a session's writer keeps no longer grows with the number
+    /// of calls. A result naming a call of a closed turn (which the lifecycle rules refuse)
+    /// then resolves as if that call were not there.
+    pub(crate) fn forget_answered_calls_of_closed_turns(&mut self, last_ended_turn: Option<u64>) {
+        self.forget_closed = true;
+        if let Some(turn) = last_ended_turn {
+            self.forget_answered_up_to(turn);
+        }
+    }
+
+    /// The answered calls kept.
+    #[cfg(test)]
+    pub(crate) fn answered_len(&self) -> usize {
+        self.answered.len()
+    }
+
+    fn forget_answered_up_to(&mut self, turn: u64) {
+        let gone: Vec<u64> = self
+            .answered
+            .values()
+            .filter(|c| c.turn <= turn)
+            .map(|c| c.seq)
+            .collect();
+        for seq in gone {
+            self.answered.remove(&seq);
+        }
+    }
+
+    /// The projection as checkpoint bytes: each surface node by the seq of its event (and a
+    /// tool result's resolved `toolUseId`), not its content, which the log holds.
+    pub(crate) fn encode_state(&self, e: &mut Enc) {
+        e.opt_u64(self.last_seq);
+        e.u64(self.surface.len() as u64);
+        for node in &self.surface {
+            e.u64(node.source_seq);
+            match node.content.as_slice() {
+                [Block::ToolResult { tool_use_id, .. }] => {
+                    e.u8(1);
+                    e.str(tool_use_id);
+                }
+                _ => e.u8(0),
+            }
+        }
+        e.u64(self.open.len() as u64);
+        for c in self.open.values() {
+            encode_call(c, e);
+        }
+        e.u64(self.answered.len() as u64);
+        for c in self.answered.values() {
+            encode_call(c, e);
+        }
+        e.u64(self.closed_unanswered.len() as u64);
+        for (seq, id) in &self.closed_unanswered {
+            e.u64(*seq);
+            e.str(id);
+        }
+    }
+
+    /// The projection [`encode_state`](Self::encode_state) wrote; `node` builds the message of
+    /// the event at a seq (with a tool result's `toolUseId`).
+    pub(crate) fn decode_state(d: &mut Dec<'_>, node: &mut NodeFn<'_>) -> Result<Projector, Bad> {
+        let mut p = Projector {
+            last_seq: d.opt_u64()?,
+            ..Projector::default()
+        };
+        let n = d.count(9)?;
+        for _ in 0..n {
+            let seq = d.u64()?;
+            let id = match d.u8()? {
+                0 => None,
+                1 => Some(d.str()?),
+                t => return Err(format!("a node tag of {t}")),
+            };
+            p.surface.push_back(Arc::new(node(seq, id)?));
+        }
+        let n = d.count(41)?;
+        for _ in 0..n {
+            let c = decode_call(d)?;
+            let call = ToolCall {
+                turn: c.turn,
+                step: c.step,
+                call_id: c.call_id,
+                name: c.name,
+                arguments: String::new(),
+                extra: Map::new(),
+            };
+            p.track_call(c.seq, &call);
+        }
+        let n = d.count(41)?;
+        for _ in 0..n {
+            let c = decode_call(d)?;
+            p.answered.insert(c.seq, Arc::new(c));
+        }
+        let n = d.count(16)?;
+        for _ in 0..n {
+            let seq = d.u64()?;
+            p.closed_unanswered.insert(seq, Arc::from(d.str()?));
+        }
+        Ok(p)
+    }
 }

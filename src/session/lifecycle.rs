@@ -252,6 +252,52 @@ struct TurnTrack {
     calls: Vec<CallInfo>,
 }
 
+/// Where a [`Lifecycle`] finds the `tool/call`s of closed turns when it does not keep them: the
+/// log it is derived from.
+pub(crate) trait PastCalls: Send + Sync {
+    /// The events it can read: seqs below this.
+    fn visible(&self) -> u64;
+    /// The turn of the `tool/call` at `seq` (below [`visible`](Self::visible)); `None` when
+    /// the event there is no `tool/call` (or cannot be read).
+    fn call_turn(&self, seq: u64) -> Option<u64>;
+}
+
+/// The calls of closed turns, read from a log (a writer's attached reader sees its appends).
+/// `follow`: the reader is a writer's, refreshed to see the appends.
+struct LogCalls(std::sync::Mutex<crate::log::LogReader>, bool);
+
+impl PastCalls for LogCalls {
+    fn visible(&self) -> u64 {
+        let mut r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if self.1 {
+            let _ = r.refresh();
+        }
+        r.len()
+    }
+
+    fn call_turn(&self, seq: u64) -> Option<u64> {
+        let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let rec = r.get(seq).ok()?;
+        match &crate::event::access_event(rec.payload).ok()?.data {
+            crate::event::ArchivedEventData::ToolCall(c) => Some(c.turn.to_native()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Past(Option<std::sync::Arc<dyn PastCalls>>);
+
+impl fmt::Debug for Past {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Past(log)"
+        } else {
+            "Past(kept)"
+        })
+    }
+}
+
 /// The lifecycle bookkeeping of one session.
 #[derive(Debug, Clone, Default)]
 pub struct Lifecycle {
@@ -261,10 +307,15 @@ pub struct Lifecycle {
     turn: Option<TurnTrack>,
     compaction: Option<u64>,
     turns_completed: u64,
-    /// The turn of every `tool/call` applied, by seq (a persistent map: cloning the bookkeeping
+    /// The turn of the `tool/call`s applied, by seq (a persistent map: cloning the bookkeeping
     /// for a batch stays O(1)). Tells a `sourceEventSeqs[0]` that names a call of another turn
-    /// (refused) from one that names no call (on to the name rule).
+    /// (refused) from one that names no call (on to the name rule). Every call, unless `past`
+    /// is set: then only those of the open turn and those its log cannot show yet (a batch being
+    /// checked), the rest read from the log when needed, so the memory does not grow with the
+    /// number of calls.
     call_turns: imbl::OrdMap<u64, u64>,
+    /// Where the calls of closed turns are read from, when they are not kept.
+    past: Past,
     /// The calls that were unanswered when their step (or turn) ended, in seq order (a later
     /// result for one takes it off). The renderings give them the synthetic error result of
     /// docs/events.md §7 (a persistent vector: cloning stays O(1)).
@@ -281,6 +332,66 @@ impl Lifecycle {
     /// An empty session's bookkeeping.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// From now on keeps only the calls of the open turn (and those `log` cannot show yet),
+    /// reading older ones from `log` when a result names one: the memory no longer grows with
+    /// the number of calls. `log` must hold the events this bookkeeping was derived from.
+    /// `follow`: `log` is a writer's, which must see the events appended after this call.
+    pub(crate) fn read_past_calls_from(&mut self, log: crate::log::LogReader, follow: bool) {
+        self.past = Past(Some(std::sync::Arc::new(LogCalls(
+            std::sync::Mutex::new(log),
+            follow,
+        ))));
+        self.forget_visible_calls();
+    }
+
+    /// The calls kept in the call map (all of them unless they are read from the log).
+    #[cfg(test)]
+    pub(crate) fn kept_calls(&self) -> usize {
+        self.call_turns.len()
+    }
+
+    /// The turn of the `tool/call` at `seq`, if the event there is one.
+    fn call_turn(&self, seq: u64) -> Option<u64> {
+        if let Some(&turn) = self.call_turns.get(&seq) {
+            return Some(turn);
+        }
+        let past = self.past.0.as_ref()?;
+        if self
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.calls.iter().any(|c| c.seq == seq))
+        {
+            // Kept in `call_turns`: not found there means not a call.
+            return None;
+        }
+        past.call_turn(seq)
+    }
+
+    /// Drops the calls of closed turns that the log shows (when `past` is set).
+    fn forget_visible_calls(&mut self) {
+        let Some(past) = &self.past.0 else {
+            return;
+        };
+        if self.call_turns.is_empty() {
+            return;
+        }
+        let visible = past.visible();
+        let open: Vec<u64> = self
+            .turn
+            .as_ref()
+            .map(|t| t.calls.iter().map(|c| c.seq).collect())
+            .unwrap_or_default();
+        let gone: Vec<u64> = self
+            .call_turns
+            .keys()
+            .copied()
+            .filter(|seq| *seq < visible && !open.contains(seq))
+            .collect();
+        for seq in gone {
+            self.call_turns.remove(&seq);
+        }
     }
 
     /// Events applied so far (the seq the next one gets).
@@ -418,9 +529,7 @@ impl Lifecycle {
             return Err(self.refuse(f, Rule::ResultAnswersCall, "not a tool result".into()));
         };
         let calls = self.calls();
-        let named = f
-            .first_source
-            .filter(|src| self.call_turns.contains_key(src));
+        let named = f.first_source.filter(|&src| self.call_turn(src).is_some());
         let found = if let Some(id) = call_id {
             // The earliest unanswered call of the turn with this id (ids may repeat); when every
             // call with it is answered, the result would answer one a second time.
@@ -441,7 +550,7 @@ impl Lifecycle {
             match calls.iter().position(|c| c.seq == src) {
                 Some(i) => i,
                 None => {
-                    let other = self.call_turns.get(&src).copied().unwrap_or_default();
+                    let other = self.call_turn(src).unwrap_or_default();
                     return Err(self.refuse(
                         f,
                         Rule::ResultAnswersCall,
@@ -712,6 +821,7 @@ impl Lifecycle {
                 self.turn = None;
                 self.last_end = Some((turn, reason));
                 self.turns_completed += 1;
+                self.forget_visible_calls();
             }
             Kind::Assistant { message: true, .. } => {
                 if let Some(s) = self.turn.as_mut().and_then(|t| t.step.as_mut()) {
@@ -782,5 +892,222 @@ impl Lifecycle {
             Kind::CompactEnd => self.compaction = None,
             Kind::CompactSummary | Kind::Anywhere => {}
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints (super::checkpoint): the bookkeeping as bytes and back.
+
+use super::checkpoint::{reason_code, reason_of, Bad, Dec, Enc};
+
+const RULES: [Rule; 15] = [
+    Rule::SeqIsLength,
+    Rule::SourcesBeforeEvent,
+    Rule::TurnStartWhenIdle,
+    Rule::TurnNumber,
+    Rule::StepInsideTurn,
+    Rule::StepStartWhenNoStep,
+    Rule::StepNumber,
+    Rule::StepEndClosesOpenStep,
+    Rule::TurnEndClosesOpenTurn,
+    Rule::TurnEndWithoutOpenStep,
+    Rule::InsideOpenStep,
+    Rule::ResultAnswersCall,
+    Rule::AnsweredOnce,
+    Rule::SurfaceOpValid,
+    Rule::OneCompactionAtATime,
+];
+
+fn decision_code(d: Option<Decision>) -> u8 {
+    match d {
+        None => 0,
+        Some(Decision::Approved) => 1,
+        Some(Decision::Denied) => 2,
+    }
+}
+
+fn decision_of(c: u8) -> Result<Option<Decision>, Bad> {
+    Ok(match c {
+        0 => None,
+        1 => Some(Decision::Approved),
+        2 => Some(Decision::Denied),
+        c => return Err(format!("a decision of {c}")),
+    })
+}
+
+fn encode_call(c: &CallInfo, e: &mut Enc) {
+    e.u64(c.seq);
+    e.str(&c.call_id);
+    e.str(&c.name);
+    e.u64(c.step);
+    e.opt_u64(c.answered_by);
+}
+
+fn decode_call(d: &mut Dec<'_>) -> Result<CallInfo, Bad> {
+    Ok(CallInfo {
+        seq: d.u64()?,
+        call_id: d.string()?,
+        name: d.string()?,
+        step: d.u64()?,
+        answered_by: d.opt_u64()?,
+    })
+}
+
+pub(crate) fn encode_violation(v: &LifecycleError, e: &mut Enc) {
+    let rule = RULES.iter().position(|r| *r == v.rule).unwrap_or(0);
+    e.u8(rule as u8);
+    e.u64(v.seq);
+    e.str(&v.type_name);
+    e.opt_u64(v.open.turn);
+    e.opt_u64(v.open.step);
+    e.opt_u64(v.open.compaction);
+    e.str(&v.detail);
+}
+
+pub(crate) fn decode_violation(d: &mut Dec<'_>) -> Result<LifecycleError, Bad> {
+    let rule = *RULES
+        .get(d.u8()? as usize)
+        .ok_or_else(|| "a rule past the list".to_string())?;
+    Ok(LifecycleError {
+        rule,
+        seq: d.u64()?,
+        type_name: d.string()?,
+        open: OpenState {
+            turn: d.opt_u64()?,
+            step: d.opt_u64()?,
+            compaction: d.opt_u64()?,
+        },
+        detail: d.string()?,
+    })
+}
+
+impl Lifecycle {
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.u64(self.len);
+        e.opt_u64(self.last_turn);
+        match self.last_end {
+            None => e.u8(0),
+            Some((turn, reason)) => {
+                e.u8(1);
+                e.u64(turn);
+                e.u8(reason_code(reason));
+            }
+        }
+        match &self.turn {
+            None => e.u8(0),
+            Some(t) => {
+                e.u8(1);
+                e.u64(t.turn);
+                e.u64(t.start_seq);
+                e.opt_u64(t.last_step);
+                match &t.step {
+                    None => e.u8(0),
+                    Some(s) => {
+                        e.u8(1);
+                        e.u64(s.step);
+                        e.u64(s.start_seq);
+                        e.bool(s.first);
+                        e.bool(s.has_message);
+                        e.u64(s.approvals.len() as u64);
+                        for (id, dec) in &s.approvals {
+                            e.str(id);
+                            e.u8(decision_code(*dec));
+                        }
+                    }
+                }
+                e.u64(t.calls.len() as u64);
+                for c in &t.calls {
+                    encode_call(c, e);
+                }
+            }
+        }
+        e.opt_u64(self.compaction);
+        e.u64(self.turns_completed);
+        e.u64(self.call_turns.len() as u64);
+        for (seq, turn) in &self.call_turns {
+            e.u64(*seq);
+            e.u64(*turn);
+        }
+        e.u64(self.closed_unanswered.len() as u64);
+        for c in &self.closed_unanswered {
+            encode_call(c, e);
+        }
+    }
+
+    pub(crate) fn decode(d: &mut Dec<'_>) -> Result<Lifecycle, Bad> {
+        let len = d.u64()?;
+        let last_turn = d.opt_u64()?;
+        let last_end = match d.u8()? {
+            0 => None,
+            1 => Some((d.u64()?, reason_of(d.u8()?)?)),
+            t => return Err(format!("a last-end tag of {t}")),
+        };
+        let turn = match d.u8()? {
+            0 => None,
+            1 => {
+                let turn = d.u64()?;
+                let start_seq = d.u64()?;
+                let last_step = d.opt_u64()?;
+                let step = match d.u8()? {
+                    0 => None,
+                    1 => {
+                        let step = d.u64()?;
+                        let start_seq = d.u64()?;
+                        let first = d.bool()?;
+                        let has_message = d.bool()?;
+                        let n = d.count(9)?;
+                        let mut approvals = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            approvals.push((d.string()?, decision_of(d.u8()?)?));
+                        }
+                        Some(StepTrack {
+                            step,
+                            start_seq,
+                            first,
+                            has_message,
+                            approvals,
+                        })
+                    }
+                    t => return Err(format!("a step tag of {t}")),
+                };
+                let n = d.count(33)?;
+                let mut calls = Vec::with_capacity(n);
+                for _ in 0..n {
+                    calls.push(decode_call(d)?);
+                }
+                Some(TurnTrack {
+                    turn,
+                    start_seq,
+                    last_step,
+                    step,
+                    calls,
+                })
+            }
+            t => return Err(format!("a turn tag of {t}")),
+        };
+        let compaction = d.opt_u64()?;
+        let turns_completed = d.u64()?;
+        let n = d.count(16)?;
+        let mut call_turns = imbl::OrdMap::new();
+        for _ in 0..n {
+            let seq = d.u64()?;
+            call_turns.insert(seq, d.u64()?);
+        }
+        let n = d.count(33)?;
+        let mut closed_unanswered = imbl::Vector::new();
+        for _ in 0..n {
+            closed_unanswered.push_back(decode_call(d)?);
+        }
+        Ok(Lifecycle {
+            len,
+            last_turn,
+            last_end,
+            turn,
+            compaction,
+            turns_completed,
+            call_turns,
+            past: Past::default(),
+            closed_unanswered,
+        })
     }
 }

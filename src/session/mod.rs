@@ -32,6 +32,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub(crate) mod checkpoint;
 mod facts;
 mod id;
 mod json;
@@ -47,6 +48,7 @@ mod writer;
 
 use std::path::Path;
 
+pub use checkpoint::{CheckpointCheck, CHECKPOINT_FILE, CHECKPOINT_TMP_PREFIX};
 pub use id::{new_id, validate_id, MAX_ID_LEN};
 pub use lifecycle::{CallInfo, Lifecycle, LifecycleError, OpenState, OpenWork, Rule, TurnState};
 pub(crate) use meta::remove_stale_tmp;

@@ -8,12 +8,11 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::event::{access_event, decode_event, ArchivedEvent, Event, JsonlWriter};
 use crate::log::LogReader;
-use crate::project::{Messages, Projector};
+use crate::project::Messages;
 
 use super::facts::Facts;
 use super::lifecycle::{Lifecycle, LifecycleError};
 use super::meta::SessionMeta;
-use super::writer::projector_wants;
 use super::PAYLOAD_SCHEMA;
 
 /// The size of one event's record ([`SessionReader::record_size`]).
@@ -189,27 +188,22 @@ impl SessionReader {
         Ok((lifecycle, violations))
     }
 
-    /// The lifecycle state after every event this reader sees.
+    /// The lifecycle state after every event this reader sees: from the newest valid
+    /// checkpoint, replaying only the events after it.
     pub fn lifecycle(&self) -> Result<Lifecycle> {
-        self.lifecycle_at(self.len()).map(|(l, _)| l)
+        let d = self.derived_at(self.len(), false)?;
+        Ok(d.stats.lifecycle().clone())
     }
 
-    /// The model-visible history when the log held `n` events (`derive_at(n)`).
+    /// The model-visible history when the log held `n` events (`derive_at(n)`): from the newest
+    /// valid checkpoint covering at most `n` events, replaying only the events after it.
     pub fn derive_at(&self, n: u64) -> Result<Messages> {
-        let mut projector = Projector::new();
-        for event in self.range(0..n) {
-            let event = event?;
-            if projector_wants(event.event_type()) {
-                let owned = decode_event(event).map_err(|source| Error::Archive {
-                    seq: Some(event.seq()),
-                    source,
-                })?;
-                projector.apply(&owned).map_err(|e| {
-                    Error::Invalid(format!("the stored event at seq {}: {e}", owned.seq))
-                })?;
-            }
+        let n = n.min(self.len());
+        let d = self.derived_at(n, true)?;
+        match d.projection_error {
+            Some(e) => Err(Error::Invalid(e)),
+            None => Ok(d.projector.messages()),
         }
-        Ok(projector.messages())
     }
 
     /// The model-visible history after every event this reader sees.

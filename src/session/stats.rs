@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use crate::error::Result;
 use crate::event::{ArchivedEvent, ArchivedEventData, ArchivedUsage, Map, Number, Value};
 
+use super::checkpoint::{Bad, Dec, Enc};
 use super::facts::Facts;
 use super::lifecycle::Lifecycle;
 use super::reader::SessionReader;
@@ -373,6 +374,130 @@ impl StatsCollector {
     }
 }
 
+impl StatsCollector {
+    /// The lifecycle bookkeeping it keeps (every event counted is applied to it).
+    pub(crate) fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    pub(crate) fn lifecycle_mut(&mut self) -> &mut Lifecycle {
+        &mut self.lifecycle
+    }
+
+    /// The counters as checkpoint bytes (the lifecycle is written apart).
+    pub(crate) fn encode_counters(&self, e: &mut Enc) {
+        let s = &self.stats;
+        let counts = |e: &mut Enc, m: &BTreeMap<String, u64>| {
+            e.u64(m.len() as u64);
+            for (k, n) in m {
+                e.str(k);
+                e.u64(*n);
+            }
+        };
+        let samples = |e: &mut Enc, d: &Durations| {
+            e.u64(d.0.len() as u64);
+            for v in &d.0 {
+                e.i64(*v);
+            }
+        };
+        e.u64(s.events);
+        counts(e, &s.by_type);
+        e.u64(s.turns);
+        counts(e, &s.end_reasons);
+        e.u64(s.steps);
+        let t = &s.tokens;
+        for v in [t.input, t.output, t.cache_read, t.cache_write, t.reasoning] {
+            e.u64(v);
+        }
+        e.u64(s.tools.len() as u64);
+        for (name, t) in &s.tools {
+            e.str(name);
+            e.u64(t.calls);
+            e.u64(t.errors);
+            samples(e, &t.latency);
+        }
+        samples(e, &s.turn_durations);
+        e.u64(self.call_times.len() as u64);
+        for (seq, time) in &self.call_times {
+            e.u64(*seq);
+            e.i64(*time);
+        }
+        match self.turn_start {
+            None => e.u8(0),
+            Some(t) => {
+                e.u8(1);
+                e.i64(t);
+            }
+        }
+    }
+
+    /// The counters [`encode_counters`](Self::encode_counters) wrote, with `lifecycle`.
+    pub(crate) fn decode_counters(
+        d: &mut Dec<'_>,
+        lifecycle: Lifecycle,
+    ) -> std::result::Result<StatsCollector, Bad> {
+        fn counts(d: &mut Dec<'_>) -> std::result::Result<BTreeMap<String, u64>, Bad> {
+            let n = d.count(16)?;
+            let mut m = BTreeMap::new();
+            for _ in 0..n {
+                let k = d.string()?;
+                m.insert(k, d.u64()?);
+            }
+            Ok(m)
+        }
+        fn samples(d: &mut Dec<'_>) -> std::result::Result<Durations, Bad> {
+            let n = d.count(8)?;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(d.i64()?);
+            }
+            Ok(Durations(v))
+        }
+        let mut s = SessionStats {
+            events: d.u64()?,
+            by_type: counts(d)?,
+            turns: d.u64()?,
+            end_reasons: counts(d)?,
+            steps: d.u64()?,
+            ..SessionStats::default()
+        };
+        s.tokens = Tokens {
+            input: d.u64()?,
+            output: d.u64()?,
+            cache_read: d.u64()?,
+            cache_write: d.u64()?,
+            reasoning: d.u64()?,
+        };
+        let n = d.count(32)?;
+        for _ in 0..n {
+            let name = d.string()?;
+            let t = ToolStats {
+                calls: d.u64()?,
+                errors: d.u64()?,
+                latency: samples(d)?,
+            };
+            s.tools.insert(name, t);
+        }
+        s.turn_durations = samples(d)?;
+        let n = d.count(16)?;
+        let mut call_times = Vec::with_capacity(n);
+        for _ in 0..n {
+            call_times.push((d.u64()?, d.i64()?));
+        }
+        let turn_start = match d.u8()? {
+            0 => None,
+            1 => Some(d.i64()?),
+            t => return Err(format!("a turn start tag of {t}")),
+        };
+        Ok(StatsCollector {
+            stats: s,
+            lifecycle,
+            call_times,
+            turn_start,
+        })
+    }
+}
+
 /// Adds one to `map[key]`, allocating the key only the first time.
 fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
     match map.get_mut(key) {
@@ -394,6 +519,8 @@ fn with_tool(tools: &mut BTreeMap<String, ToolStats>, name: &str, f: impl FnOnce
 impl SessionReader {
     /// The statistics of every event this reader sees, and the session's bytes on disk.
     pub fn stats(&self) -> Result<SessionStats> {
+        // A full replay, not from the checkpoint: reading every record is how a damaged
+        // session is found and named (store-wide statistics skip it).
         let mut collector = StatsCollector::new();
         for event in self.events() {
             collector.add(event?);

@@ -90,6 +90,15 @@ pub struct Session {
     keep_raw_chunks: bool,
     durability: Durability,
     subscribers: Subscribers<Notice>,
+    /// Checkpoints (`CHECKPOINT`): the log's seal count when the last one was started, and
+    /// the thread writing one after a seal, if any.
+    checkpoint: Mutex<CheckpointTask>,
+}
+
+#[derive(Default)]
+struct CheckpointTask {
+    seals: u64,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -131,9 +140,14 @@ impl Session {
         // crash between the two leaves a session whose session.json can be rebuilt.
         meta.write_logmeta(&dir, log.reader().log_id())?;
         meta.save(&dir)?;
+        let mut lifecycle = Lifecycle::new();
+        // The calls of closed turns are read from the log when needed, not kept.
+        lifecycle.read_past_calls_from(log.reader(), true);
+        let mut projector = Projector::new();
+        projector.forget_answered_calls_of_closed_turns(None);
         let inner = Inner {
-            lifecycle: Lifecycle::new(),
-            projector: Projector::new(),
+            lifecycle,
+            projector,
             buf: AlignedVec::new(),
             last_time: i64::MIN,
         };
@@ -156,6 +170,7 @@ impl Session {
             inner: Mutex::new(inner),
             keep_raw_chunks: options.keep_raw_chunks,
             subscribers: Subscribers::new(),
+            checkpoint: Mutex::new(CheckpointTask::default()),
         }
     }
 
@@ -172,28 +187,33 @@ impl Session {
             Some(cut) => super::salvage::write_after_cut(cut, log.log_id())?,
             None => Vec::new(),
         };
-        let mut inner = Inner {
-            lifecycle: Lifecycle::new(),
-            projector: Projector::new(),
-            buf: AlignedVec::new(),
-            last_time: i64::MIN,
-        };
-        let mut violations = Vec::new();
+        super::checkpoint::remove_stale_tmp(&dir);
+        // From the newest valid checkpoint (a missing, stale or damaged one is ignored), then
+        // only the events after it.
         let reader = log.reader();
-        for rec in reader.iter() {
+        let mut derived = super::checkpoint::load_or_empty(&dir, &reader, reader.len(), true);
+        derived.skip_projection = false;
+        let mut violations = std::mem::take(&mut derived.violations);
+        let mut lifecycle = derived.stats.lifecycle().clone();
+        // The calls of closed turns are read from the log when needed, not kept.
+        lifecycle.read_past_calls_from(log.reader(), true);
+        let mut projector = std::mem::take(&mut derived.projector);
+        projector.forget_answered_calls_of_closed_turns(lifecycle.last_end().map(|(t, _)| t));
+        let mut last_time = derived.last_time;
+        for rec in reader.range(derived.len..) {
             let rec = rec?;
             let event = access_event(rec.payload).map_err(|source| Error::Archive {
                 seq: Some(rec.seq),
                 source,
             })?;
             let facts = Facts::of_archived(event);
-            if let Err(v) = inner.lifecycle.check(&facts) {
-                if violations.len() < 16 {
+            if let Err(v) = lifecycle.check(&facts) {
+                if violations.len() < super::checkpoint::MAX_VIOLATIONS {
                     violations.push(v);
                 }
             }
-            inner.lifecycle.apply(&facts);
-            inner.last_time = inner.last_time.max(event.time());
+            lifecycle.apply(&facts);
+            last_time = last_time.max(event.time());
             if projector_wants(event.event_type()) {
                 let owned = decode_event(event).map_err(|source| Error::Archive {
                     seq: Some(rec.seq),
@@ -201,9 +221,15 @@ impl Session {
                 })?;
                 // A stored event the projection cannot place is left out of the history; the
                 // lifecycle violation (if any) is reported above.
-                let _ = inner.projector.apply(&owned);
+                let _ = projector.apply(&owned);
             }
         }
+        let inner = Inner {
+            lifecycle,
+            projector,
+            buf: AlignedVec::new(),
+            last_time,
+        };
         let report = OpenReport {
             log: log_report,
             state: inner.lifecycle.state(),
@@ -211,7 +237,9 @@ impl Session {
             violations,
             salvaged,
         };
-        Ok((Session::from_parts(dir, log, meta, inner, &options), report))
+        let session = Session::from_parts(dir, log, meta, inner, &options);
+        lock(&session.checkpoint).seals = session.log.seals();
+        Ok((session, report))
     }
 
     /// The session's directory.
@@ -336,6 +364,9 @@ impl Session {
         // (group commit).
         if let (Some(end), Durability::Sync) = (end, durability) {
             self.log.sync_through(end)?;
+        }
+        if end.is_some() {
+            self.checkpoint_after_seal();
         }
         Ok(seqs)
     }
@@ -637,9 +668,48 @@ impl Session {
         (!inner.lifecycle.is_empty()).then_some(inner.last_time)
     }
 
-    /// Closes the session cleanly (the log is synced and marked closed).
+    /// Closes the session cleanly (the log is synced and marked closed) and brings its
+    /// checkpoint up to date (best effort: a checkpoint is a cache, and failing to write one
+    /// loses nothing).
     pub fn close(self) -> Result<()> {
+        self.write_checkpoint_now();
         Ok(self.log.close()?)
+    }
+
+    /// Writes the checkpoint for every event appended so far, waiting for one being written
+    /// after a seal first. Best effort: a checkpoint is a cache.
+    fn write_checkpoint_now(&self) {
+        let mut task = lock(&self.checkpoint);
+        if let Some(t) = task.thread.take() {
+            let _ = t.join();
+        }
+        let reader = self.log.reader();
+        let _ = super::checkpoint::refresh(&self.dir, &reader, reader.len());
+    }
+
+    /// After an append: when the log sealed a segment since the last checkpoint, writes one in
+    /// the background for the events up to now (one at a time; a seal while one is being
+    /// written is covered by the next).
+    fn checkpoint_after_seal(&self) {
+        let seals = self.log.seals();
+        let mut task = lock(&self.checkpoint);
+        if seals == task.seals || task.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        if let Some(t) = task.thread.take() {
+            let _ = t.join();
+        }
+        task.seals = seals;
+        let reader = self.log.reader();
+        let to = reader.len();
+        let dir = self.dir.clone();
+        task.thread = std::thread::Builder::new()
+            .name("agentlog-checkpoint".into())
+            .spawn(move || {
+                // Best effort: a checkpoint is a cache.
+                let _ = super::checkpoint::refresh(&dir, &reader, to);
+            })
+            .ok();
     }
 }
 
@@ -688,4 +758,99 @@ pub(crate) fn projector_wants(t: Option<EventType>) -> bool {
                 EventType::ToolCall | EventType::StepEnd | EventType::TurnEnd
             )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_draft_line;
+
+    fn ev(s: &Session, json: &str) {
+        let d = parse_draft_line(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        s.append_draft(d).unwrap_or_else(|e| panic!("{json}: {e}"));
+    }
+
+    fn turn(s: &Session, t: u64, calls: u64) {
+        ev(
+            s,
+            &format!(r#"{{"type":"turn/start","data":{{"turn":{t}}}}}"#),
+        );
+        ev(
+            s,
+            &format!(r#"{{"type":"step/start","data":{{"turn":{t},"step":1}}}}"#),
+        );
+        for c in 0..calls {
+            ev(
+                s,
+                &format!(
+                    r#"{{"type":"tool/call","data":{{"turn":{t},"step":1,"callId":"c{c}","name":"ls","arguments":"{{}}"}}}}"#
+                ),
+            );
+        }
+        for c in 0..calls {
+            ev(
+                s,
+                &format!(
+                    r#"{{"type":"tool/result","data":{{"turn":{t},"step":1,"message":{{"role":"tool","toolName":"ls","content":"ok","isError":false}},"callId":"c{c}"}},"surfaceOp":"append"}}"#
+                ),
+            );
+        }
+        ev(
+            s,
+            &format!(r#"{{"type":"step/end","data":{{"turn":{t},"step":1}}}}"#),
+        );
+        ev(
+            s,
+            &format!(
+                r#"{{"type":"turn/end","data":{{"turn":{t},"reason":{{"kind":"completed"}}}}}}"#
+            ),
+        );
+    }
+
+    /// The calls a writer keeps do not grow with the number of calls: those of closed turns
+    /// are read from the log when a result names one, after a create and after an open.
+    #[test]
+    fn a_writer_keeps_no_call_of_a_closed_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let s =
+            Session::create(&path, SessionMeta::new("s", 0), SessionOptions::default()).unwrap();
+        for t in 1..=50 {
+            turn(&s, t, 4);
+        }
+        {
+            let inner = lock(&s.inner);
+            assert_eq!(inner.lifecycle.kept_calls(), 0);
+            assert_eq!(inner.projector.answered_len(), 0);
+        }
+        ev(&s, r#"{"type":"turn/start","data":{"turn":51}}"#);
+        ev(&s, r#"{"type":"step/start","data":{"turn":51,"step":1}}"#);
+        ev(
+            &s,
+            r#"{"type":"tool/call","data":{"turn":51,"step":1,"callId":"x","name":"ls","arguments":"{}"}}"#,
+        );
+        assert_eq!(
+            lock(&s.inner).lifecycle.kept_calls(),
+            1,
+            "the open turn's call"
+        );
+        // A result naming (by sourceEventSeqs) a call of turn 1 is still refused: the call is
+        // found in the log.
+        let err = s
+            .append_draft(
+                parse_draft_line(r#"{"type":"tool/result","data":{"turn":51,"step":1,"message":{"role":"tool","toolName":"ls","content":"ok","isError":false}},"surfaceOp":"append","sourceEventSeqs":[2]}"#)
+                    .unwrap(),
+            )
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("names a tool/call of turn 1"),
+            "{err}"
+        );
+        drop(s);
+        // Dropped without close: the open replays from the last checkpoint (or the start).
+        let (s, _) = Session::open(&path, SessionOptions::default()).unwrap();
+        let inner = lock(&s.inner);
+        assert_eq!(inner.lifecycle.kept_calls(), 1);
+        assert_eq!(inner.projector.answered_len(), 0);
+    }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use agentlog::log::{self, DamageClass, IndexCheck};
-use agentlog::session::{SessionMeta, META_FILE};
+use agentlog::session::{CheckpointCheck, SessionMeta, META_FILE};
 use agentlog::store::SESSIONS_DIR;
 
 use agentlog::event::Value;
@@ -320,6 +320,18 @@ fn check(target: &Target) -> Result<Checked> {
                         }
                     }
                     Err(e) => problems.push(format!("{e}")),
+                }
+                // The checkpoint (a cache of what is derived) against a full replay.
+                match reader.verify_checkpoint() {
+                    Ok(CheckpointCheck::Mismatch { covers, detail }) => problems.push(format!(
+                        "checkpoint: covering {covers} events, {detail} (it is a cache: \
+                         removing it is safe, the next close writes a new one)"
+                    )),
+                    Ok(CheckpointCheck::Unusable { reason }) => notes.push(format!(
+                        "checkpoint not used: {reason} (ignored; the next close rebuilds it)"
+                    )),
+                    Ok(_) => {}
+                    Err(e) => problems.push(format!("checkpoint: {e}")),
                 }
                 if let Err(e) = reader.derive_at(n) {
                     problems.push(format!("projection: {e}"));
