@@ -24,7 +24,7 @@
 //! afresh (untimed) when the cycle restarts. `cargo bench -p agentlog-benches --bench compare`
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentlog::log::{Durability, LogReader};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
@@ -37,92 +37,6 @@ use peers::*;
 
 /// Events in the append pool and in the replay/get/open corpus.
 const EVENTS: usize = 100_000;
-
-type MakeSink = Box<dyn Fn(&std::path::Path) -> Box<dyn Sink>>;
-
-/// Appends the pool's events in order, forever, into a store made by `make`; a new store (untimed)
-/// each time the pool starts over.
-struct Runner<'a> {
-    pool: &'a [Item],
-    make: MakeSink,
-    batch: Option<usize>,
-    dir: tempfile::TempDir,
-    n: u32,
-    sink: Option<Box<dyn Sink>>,
-    pos: usize,
-}
-
-impl<'a> Runner<'a> {
-    fn new(pool: &'a [Item], make: MakeSink, batch: Option<usize>) -> Self {
-        Runner {
-            pool,
-            make,
-            batch,
-            dir: scratch(),
-            n: 0,
-            sink: None,
-            pos: 0,
-        }
-    }
-
-    fn reset(&mut self) {
-        if let Some(mut sink) = self.sink.take() {
-            sink.flush();
-        }
-        let old = self.dir.path().join(self.n.to_string());
-        if old.exists() {
-            std::fs::remove_dir_all(&old).expect("remove");
-        }
-        self.n += 1;
-        let dir = self.dir.path().join(self.n.to_string());
-        std::fs::create_dir(&dir).expect("mkdir");
-        self.sink = Some((self.make)(&dir.join("store")));
-        self.pos = 0;
-    }
-
-    fn run(&mut self, iters: u64) -> Duration {
-        let mut total = Duration::ZERO;
-        let mut left = iters as usize;
-        let step = self.batch.unwrap_or(256);
-        while left > 0 {
-            if self.sink.is_none() || self.pos == self.pool.len() {
-                self.reset();
-            }
-            let k = left.min(step).min(self.pool.len() - self.pos);
-            let chunk = &self.pool[self.pos..self.pos + k];
-            let sink = self.sink.as_mut().expect("sink");
-            sink.prepare(chunk);
-            let start = Instant::now();
-            if self.batch.is_some() {
-                sink.append_many(chunk);
-            } else {
-                for item in chunk {
-                    sink.append(item);
-                }
-            }
-            total += start.elapsed();
-            self.pos += k;
-            left -= k;
-        }
-        total
-    }
-}
-
-fn log_sink(d: Durability) -> MakeSink {
-    Box::new(move |p| Box::new(LogSink::create(p, d)))
-}
-
-fn session_sink(d: Durability) -> MakeSink {
-    Box::new(move |p| Box::new(SessionSink::create(p, d)))
-}
-
-fn jsonl_sink(m: JsonlMode) -> MakeSink {
-    Box::new(move |p| Box::new(JsonlSink::create(p, m)))
-}
-
-fn sqlite_sink(m: SqliteMode) -> MakeSink {
-    Box::new(move |p| Box::new(SqliteSink::create(p, m)))
-}
 
 fn run_cases(c: &mut Criterion, group: &str, pool: &[Item], cases: Vec<(&str, MakeSink, bool)>) {
     let mut g = c.benchmark_group(group);

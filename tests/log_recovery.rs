@@ -441,3 +441,26 @@ fn a_damaged_segment_header_is_reported_with_its_path() {
     assert_eq!(log.len(), base1);
     assert_eq!(report.cut.unwrap().dropped_segments.len(), segs.len() - 1);
 }
+
+/// Format version 2 changed the archived event layout: a log written by version 1 is refused,
+/// by writers and readers alike, with an error that names both versions (never misread).
+#[test]
+fn a_log_of_format_version_1_is_refused_naming_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), 3);
+    assert_eq!(agentlog::log::FORMAT_VERSION, 2);
+    for seg in common::segments(dir.path()) {
+        common::rewrite_header(&seg, 8, &1u16.to_le_bytes());
+    }
+    for idx in common::indexes(dir.path()) {
+        common::rewrite_header(&idx, 8, &1u16.to_le_bytes());
+    }
+    let writer = Log::open(dir.path(), opts()).unwrap_err().to_string();
+    let reader = LogReader::open(dir.path()).unwrap_err().to_string();
+    for msg in [writer, reader] {
+        assert!(
+            msg.contains("format version 1") && msg.contains("reads version 2"),
+            "{msg}"
+        );
+    }
+}

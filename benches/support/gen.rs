@@ -11,6 +11,10 @@
 //! code and prose with unicode (accents, CJK, emoji), quotes, backslashes, tabs and newlines, so
 //! JSON escaping costs what it costs on real transcripts. The mean canonical JSON line is about
 //! 1 KB; `assistant/chunk` is over half of the events, `tool/result` one in fifteen.
+//!
+//! [`Mix::Small`] is the small-event session of issue 14 (a mean canonical line of about 221 B):
+//! the same shape with shorter texts, steps without a `request`, one tool call per step but the
+//! last, and tool results of 100 to 1,200 bytes (one in forty up to 4 KB).
 #![allow(dead_code)]
 
 use agentlog::event::{
@@ -123,11 +127,23 @@ impl Rng {
     }
 }
 
+/// Which kind of session a [`SessionGen`] generates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    /// The module documentation's session: a mean canonical line of about 1 KB.
+    Current,
+    /// Mostly small events, like the sessions of issue 14's harness (a mean canonical line of
+    /// about 221 B): streamed two-to-five-word chunks, step and turn markers, steps without a
+    /// `request`, short tool calls and results of 100 to 1,200 bytes (one in forty up to 4 KB).
+    Small,
+}
+
 /// Generates a session event by event, forever (see the module documentation).
 pub struct SessionGen {
     rng: Rng,
     seq: u64,
     turn: u64,
+    mix: Mix,
     pending: std::collections::VecDeque<Event>,
 }
 
@@ -139,10 +155,16 @@ impl Default for SessionGen {
 
 impl SessionGen {
     pub fn new() -> Self {
+        Self::with_mix(Mix::Current)
+    }
+
+    /// A generator of the given mix (the same seed).
+    pub fn with_mix(mix: Mix) -> Self {
         SessionGen {
             rng: Rng(SEED),
             seq: 0,
             turn: 0,
+            mix,
             pending: Default::default(),
         }
     }
@@ -167,6 +189,9 @@ impl SessionGen {
     }
 
     fn turn(&mut self) {
+        if self.mix == Mix::Small {
+            return self.small_turn();
+        }
         self.turn += 1;
         let turn = self.turn;
         self.push(
@@ -340,6 +365,163 @@ impl SessionGen {
     }
 }
 
+impl SessionGen {
+    /// One turn of [`Mix::Small`].
+    fn small_turn(&mut self) {
+        self.turn += 1;
+        let turn = self.turn;
+        self.push(
+            EventData::TurnStart(TurnStart {
+                turn,
+                extra: Map::new(),
+            }),
+            false,
+            None,
+        );
+        let words = self.rng.between(10, 60) as usize;
+        let prompt = self.rng.text(words);
+        self.push(
+            EventData::UserMessage(UserMessage {
+                content: vec![Block::text(prompt)],
+                envelope: Opt::Absent,
+                extra: Map::new(),
+            }),
+            true,
+            None,
+        );
+        let steps = self.rng.between(1, 6);
+        for step in 1..=steps {
+            self.push(
+                EventData::StepStart(StepStart {
+                    turn,
+                    step,
+                    request: Opt::Absent,
+                    extra: Map::new(),
+                }),
+                false,
+                None,
+            );
+            for _ in 0..self.rng.between(2, 14) {
+                let words = self.rng.between(2, 5) as usize;
+                let text = self.rng.text(words);
+                self.push(
+                    EventData::AssistantChunk(AssistantChunk {
+                        turn,
+                        step,
+                        chunk: Chunk::TextDelta {
+                            text,
+                            extra: Map::new(),
+                        },
+                        extra: Map::new(),
+                    }),
+                    false,
+                    None,
+                );
+            }
+            let uses = if step == steps { 0 } else { 1 };
+            let words = self.rng.between(10, 40) as usize;
+            let mut content = vec![Block::text(self.rng.text(words))];
+            let mut calls = Vec::new();
+            for i in 0..uses {
+                let id = format!("call_{turn}_{step}_{i}");
+                let name = ["read_file", "bash", "edit"][self.rng.below(3) as usize].to_owned();
+                let mut input = Map::new();
+                let _ = input.push("command", Value::from(self.rng.text(3)));
+                content.push(Block::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: Value::Object(input.clone()),
+                    extra: Map::new(),
+                });
+                calls.push((id, name, Value::Object(input).to_string()));
+            }
+            let usage = Usage {
+                input_tokens: self.rng.below(100_000),
+                output_tokens: self.rng.below(5_000),
+                ..Usage::default()
+            };
+            self.push(
+                EventData::AssistantMessage(AssistantMessage {
+                    turn,
+                    step,
+                    message: AssistantContent {
+                        content,
+                        provider: Opt::Absent,
+                        model: Opt::Present("deepseek-chat".into()),
+                        replay: Opt::Absent,
+                        extra: Map::new(),
+                    },
+                    usage: Opt::Present(usage),
+                    extra: Map::new(),
+                }),
+                true,
+                None,
+            );
+            for (id, name, arguments) in calls {
+                self.push(
+                    EventData::ToolCall(ToolCall {
+                        turn,
+                        step,
+                        call_id: id.clone(),
+                        name: name.clone(),
+                        arguments,
+                        extra: Map::new(),
+                    }),
+                    false,
+                    None,
+                );
+                let size = if self.rng.below(40) == 0 {
+                    self.rng.between(600, 4_000)
+                } else {
+                    self.rng.between(100, 1_200)
+                };
+                let output = self.rng.text_bytes(size as usize);
+                let is_error = self.rng.below(10) == 0;
+                self.push(
+                    EventData::ToolResult(ToolResult {
+                        turn,
+                        step,
+                        message: ToolMessage {
+                            tool_name: name,
+                            content: ToolContent::Text(output),
+                            is_error,
+                            extra: Map::new(),
+                        },
+                        call_id: Opt::Present(id),
+                        error: Opt::Absent,
+                        meta: Opt::Absent,
+                        extra: Map::new(),
+                    }),
+                    true,
+                    None,
+                );
+            }
+            self.push(
+                EventData::StepEnd(StepEnd {
+                    turn,
+                    step,
+                    extra: Map::new(),
+                }),
+                false,
+                None,
+            );
+        }
+        self.push(
+            EventData::TurnEnd(TurnEnd {
+                turn,
+                reason: TurnEndReason {
+                    kind: ReasonKind::Completed,
+                    error: Opt::Absent,
+                    extra: Map::new(),
+                },
+                extra: Map::new(),
+            }),
+            false,
+            None,
+        );
+    }
+}
+
 impl Iterator for SessionGen {
     type Item = Event;
 
@@ -349,6 +531,11 @@ impl Iterator for SessionGen {
         }
         self.pending.pop_front()
     }
+}
+
+/// The first `n` events of the generated session of `mix` (it may end inside a turn).
+pub fn mix_events(mix: Mix, n: usize) -> Vec<Event> {
+    SessionGen::with_mix(mix).take(n).collect()
 }
 
 /// The first `n` events of the generated session (it may end inside a turn).

@@ -54,7 +54,12 @@ impl Item {
 
 /// The first `n` events of the generated session, ready for every side.
 pub fn items(n: usize) -> Vec<Item> {
-    super::gen::SessionGen::new()
+    mix_items(super::gen::Mix::Current, n)
+}
+
+/// The first `n` events of the generated session of `mix`, ready for every side.
+pub fn mix_items(mix: super::gen::Mix, n: usize) -> Vec<Item> {
+    super::gen::SessionGen::with_mix(mix)
         .take(n)
         .map(Item::new)
         .collect()
@@ -607,4 +612,93 @@ pub fn bench_open(c: &mut criterion::Criterion, group: &str, id: &str, corpus: &
         b.iter(|| black_box(open_sqlite(&corpus.sqlite)))
     });
     g.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timed appends of a pool of events, cycling through it.
+
+pub type MakeSink = Box<dyn Fn(&std::path::Path) -> Box<dyn Sink>>;
+
+/// Appends the pool's events in order, forever, into a store made by `make`; a new store (untimed)
+/// each time the pool starts over.
+pub struct Runner<'a> {
+    pool: &'a [Item],
+    make: MakeSink,
+    batch: Option<usize>,
+    dir: tempfile::TempDir,
+    n: u32,
+    sink: Option<Box<dyn Sink>>,
+    pos: usize,
+}
+
+impl<'a> Runner<'a> {
+    pub fn new(pool: &'a [Item], make: MakeSink, batch: Option<usize>) -> Self {
+        Runner {
+            pool,
+            make,
+            batch,
+            dir: scratch(),
+            n: 0,
+            sink: None,
+            pos: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        if let Some(mut sink) = self.sink.take() {
+            sink.flush();
+        }
+        let old = self.dir.path().join(self.n.to_string());
+        if old.exists() {
+            std::fs::remove_dir_all(&old).expect("remove");
+        }
+        self.n += 1;
+        let dir = self.dir.path().join(self.n.to_string());
+        std::fs::create_dir(&dir).expect("mkdir");
+        self.sink = Some((self.make)(&dir.join("store")));
+        self.pos = 0;
+    }
+
+    pub fn run(&mut self, iters: u64) -> Duration {
+        let mut total = Duration::ZERO;
+        let mut left = iters as usize;
+        let step = self.batch.unwrap_or(256);
+        while left > 0 {
+            if self.sink.is_none() || self.pos == self.pool.len() {
+                self.reset();
+            }
+            let k = left.min(step).min(self.pool.len() - self.pos);
+            let chunk = &self.pool[self.pos..self.pos + k];
+            let sink = self.sink.as_mut().expect("sink");
+            sink.prepare(chunk);
+            let start = Instant::now();
+            if self.batch.is_some() {
+                sink.append_many(chunk);
+            } else {
+                for item in chunk {
+                    sink.append(item);
+                }
+            }
+            total += start.elapsed();
+            self.pos += k;
+            left -= k;
+        }
+        total
+    }
+}
+
+pub fn log_sink(d: Durability) -> MakeSink {
+    Box::new(move |p| Box::new(LogSink::create(p, d)))
+}
+
+pub fn session_sink(d: Durability) -> MakeSink {
+    Box::new(move |p| Box::new(SessionSink::create(p, d)))
+}
+
+pub fn jsonl_sink(m: JsonlMode) -> MakeSink {
+    Box::new(move |p| Box::new(JsonlSink::create(p, m)))
+}
+
+pub fn sqlite_sink(m: SqliteMode) -> MakeSink {
+    Box::new(move |p| Box::new(SqliteSink::create(p, m)))
 }

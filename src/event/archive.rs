@@ -288,4 +288,78 @@ mod tests {
         assert_eq!(second % ARCHIVE_ALIGN, 0);
         assert_eq!(access_event(&buf[second..]).unwrap().seq(), 7);
     }
+
+    /// Format version 2: an archive pays for its own payload, not for the largest event type,
+    /// and absent optional envelope members are null pointers. These small events take fewer
+    /// bytes archived than as canonical JSON (a `turn/end` does not: its `reason` holds an
+    /// inline optional `error`; 104 bytes for a 103-byte line).
+    #[test]
+    fn small_events_archive_smaller_than_their_json() {
+        for line in [
+            r#"{"type":"step/end","seq":12345,"time":1755000000000,"data":{"turn":3,"step":2}}"#,
+            r#"{"type":"turn/start","seq":12345,"time":1755000000000,"data":{"turn":3}}"#,
+            r#"{"type":"assistant/chunk","seq":12345,"time":1755000000000,"data":{"turn":3,"step":2,"chunk":{"type":"text-delta","text":"the parser"}}}"#,
+        ] {
+            let event = crate::event::parse_event_line(line).unwrap();
+            let mut buf = AlignedVec::<16>::new();
+            encode_event(&event, &mut buf).unwrap();
+            assert!(
+                buf.len() < line.len(),
+                "{} B archived for {line}",
+                buf.len()
+            );
+            assert_eq!(access_event(&buf).unwrap().to_canonical_string(), line);
+        }
+    }
+
+    /// The archived sizes docs/format.md gives for format version 2.
+    #[test]
+    fn archived_layout_is_the_documented_one() {
+        use crate::event::{ArchivedChunk, ArchivedEventData, ArchivedStepEnd};
+        assert_eq!(size_of::<ArchivedEvent>(), 40);
+        assert_eq!(align_of::<ArchivedEvent>(), 8);
+        assert_eq!(size_of::<ArchivedEventData>(), 8);
+        assert_eq!(size_of::<ArchivedStepEnd>(), 24);
+        assert_eq!(size_of::<ArchivedChunk>(), 24);
+    }
+
+    /// The table of docs/format.md: archive sizes of three small events.
+    #[test]
+    fn small_event_sizes_are_the_documented_ones() {
+        for (line, archive) in [
+            (
+                r#"{"type":"step/end","seq":12345,"time":1755000000000,"data":{"turn":3,"step":2}}"#,
+                64,
+            ),
+            (
+                r#"{"type":"turn/start","seq":12345,"time":1755000000000,"data":{"turn":3}}"#,
+                56,
+            ),
+            (
+                r#"{"type":"assistant/chunk","seq":12345,"time":1755000000000,"data":{"turn":3,"step":2,"chunk":{"type":"text-delta","text":"the parser"}}}"#,
+                104,
+            ),
+        ] {
+            let event = crate::event::parse_event_line(line).unwrap();
+            let mut buf = AlignedVec::<16>::new();
+            encode_event(&event, &mut buf).unwrap();
+            assert_eq!(buf.len(), archive, "{line}");
+        }
+    }
+
+    #[test]
+    fn optional_envelope_members_round_trip() {
+        for line in [
+            r#"{"type":"system/message","seq":4,"time":1,"data":{"role":"system","content":[]},"surfaceOp":"append","sourceEventSeqs":[]}"#,
+            r#"{"type":"system/message","seq":4,"time":1,"data":{"role":"system","content":[]},"surfaceOp":{"op":"replace","startSeq":1,"endSeq":3,"x":null},"sourceEventSeqs":[1,2,3]}"#,
+            r#"{"type":"system/message","seq":4,"time":1,"data":{"role":"system","content":[]}}"#,
+        ] {
+            let event = crate::event::parse_event_line(line).unwrap();
+            let mut buf = AlignedVec::<16>::new();
+            encode_event(&event, &mut buf).unwrap();
+            let archived = access_event(&buf).unwrap();
+            assert_eq!(archived.to_canonical_string(), line);
+            assert_eq!(decode_event(archived).unwrap(), event);
+        }
+    }
 }

@@ -71,13 +71,18 @@ pub enum Chunk {
         /// Unknown members, in order.
         extra: Map,
     },
-    /// `{type:"tool-call-delta", id?, name?, arguments?}`
+    /// `{type:"tool-call-delta", id?, name?, arguments?}`. Its optional members are archived
+    /// out of line (behind 4-byte pointers), so that every archived chunk is as small as a text
+    /// delta's.
     ToolCallDelta {
         /// The call id.
+        #[rkyv(with = rkyv::with::AsBox)]
         id: super::Opt<String>,
         /// The tool's name.
+        #[rkyv(with = rkyv::with::AsBox)]
         name: super::Opt<String>,
         /// A piece of the arguments text.
+        #[rkyv(with = rkyv::with::AsBox)]
         arguments: super::Opt<String>,
         /// Unknown members, in order.
         extra: Map,

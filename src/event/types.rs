@@ -6,6 +6,7 @@
 //! object has an `extra` map with its unknown members, in their original order; they are written
 //! after the known ones.
 
+use rkyv::with::{AsBox, MapNiche};
 use rkyv::{Archive, Deserialize, Serialize};
 
 #[allow(clippy::wildcard_imports)] // every payload type, for the event type table
@@ -120,6 +121,10 @@ impl<T: Archive> ArchivedOpt<T> {
 }
 
 /// One event of a session log: the envelope of docs/events.md §2 around a typed payload.
+///
+/// The archived layout (format version 2) keeps small events small: the payload is stored out of
+/// line behind a 4-byte pointer, so an archive pays only for its own event type, and the optional
+/// envelope members `surfaceOp` and `sourceEventSeqs` take 4 bytes when absent (a null pointer).
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[rkyv(derive(Debug))]
 pub struct Event {
@@ -131,8 +136,10 @@ pub struct Event {
     pub data: EventData,
     /// `surfaceOp`: `None` when absent (absent, `"append"` and replace are all distinct). Only
     /// surface events carry it.
+    #[rkyv(with = MapNiche<AsBox>)]
     pub surface_op: Option<SurfaceOp>,
     /// `sourceEventSeqs`: `None` when absent; `Some(vec![])` is an explicit `[]`.
+    #[rkyv(with = MapNiche<AsBox>)]
     pub source_event_seqs: Option<Vec<u64>>,
     /// Unknown envelope members, in their original order.
     pub extra: Map,
@@ -146,12 +153,18 @@ pub enum SurfaceOp {
     Append,
     /// `{"op":"replace","startSeq":a,"endSeq":b}`: the event's message replaces the surface nodes
     /// of events `a` through `b`.
+    ///
+    /// Its members are archived out of line, so that the archived `surfaceOp` of the common
+    /// `"append"` stays small.
     Replace {
         /// The seq of the first event whose node is replaced.
+        #[rkyv(with = AsBox)]
         start_seq: u64,
         /// The seq of the last event whose node is replaced.
+        #[rkyv(with = AsBox)]
         end_seq: u64,
         /// Unknown members of the replace object, in order.
+        #[rkyv(with = AsBox)]
         extra: Map,
     },
 }
@@ -210,15 +223,19 @@ pub(crate) use with_event_types;
 macro_rules! define_event_types {
     ($($variant:ident($data:ident) = $name:literal,)*) => {
         /// An event's type and its payload (`data`).
+        ///
+        /// Archived, every payload sits out of line behind a 4-byte pointer (`ArchivedBox`, which
+        /// derefs to the archived payload): an archive takes the size of its own payload, not of
+        /// the largest variant.
         #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
         #[rkyv(derive(Debug))]
         pub enum EventData {
             $(
                 #[doc = concat!("`", $name, "`")]
-                $variant($data),
+                $variant(#[rkyv(with = AsBox)] $data),
             )*
             /// A type not in docs/events.md, kept verbatim and never projected.
-            Unknown(UnknownEvent),
+            Unknown(#[rkyv(with = AsBox)] UnknownEvent),
         }
 
         /// The known event types, without payload.

@@ -7,6 +7,9 @@
 
 use std::fmt;
 
+use rkyv::boxed::ArchivedBox;
+use rkyv::niche::niched_option::NichedOption;
+use rkyv::niche::niching::Niching;
 use rkyv::option::ArchivedOption;
 use rkyv::rend::{i64_le, u64_le};
 use rkyv::string::ArchivedString;
@@ -116,6 +119,16 @@ impl Members for Map {
         for (key, value) in self.iter().filter(|(key, _)| *key != skip) {
             w.named_member(key, value);
         }
+    }
+}
+
+impl<T: Members> Members for ArchivedBox<T> {
+    fn write_members(&self, w: &mut ObjectWriter<'_>) {
+        self.get().write_members(w);
+    }
+
+    fn write_members_except(&self, w: &mut ObjectWriter<'_>, skip: &str) {
+        self.get().write_members_except(w, skip);
     }
 }
 
@@ -276,6 +289,30 @@ impl<T: WriteJson> WriteJson for Option<T> {
 }
 
 impl<T: WriteJson> WriteJson for ArchivedOption<T> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self.as_ref() {
+            Some(v) => v.write_json(out),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+
+    fn is_absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T: WriteJson> WriteJson for ArchivedBox<T> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        self.get().write_json(out);
+    }
+
+    fn is_absent(&self) -> bool {
+        self.get().is_absent()
+    }
+}
+
+/// An optional member archived as a nullable pointer (`MapNiche<AsBox>`): absent when null.
+impl<T: WriteJson, N: Niching<T> + ?Sized> WriteJson for NichedOption<T, N> {
     fn write_json(&self, out: &mut Vec<u8>) {
         match self.as_ref() {
             Some(v) => v.write_json(out),

@@ -10,7 +10,7 @@
 //! | offset | size | field | value |
 //! |---:|---:|---|---|
 //! | 0 | 8 | magic | `AGLOGSEG` |
-//! | 8 | 2 | format version | `1` |
+//! | 8 | 2 | format version | `2` |
 //! | 10 | 2 | header size | `64` |
 //! | 12 | 1 | rkyv endianness | `1` = little-endian |
 //! | 13 | 1 | rkyv alignment | `1` = aligned (natural alignment of archived primitives) |
@@ -47,7 +47,7 @@
 //! | offset | size | field |
 //! |---:|---:|---|
 //! | 0 | 8 | magic `AGLOGIDX` |
-//! | 8 | 2 | format version `1` |
+//! | 8 | 2 | format version `2` |
 //! | 10 | 2 | header size `64` |
 //! | 12 | 4 | state: `1` open (a writer appends; the tail may be unindexed), `2` closed cleanly, `3` sealed |
 //! | 16 | 8 | base seq |
@@ -60,7 +60,7 @@
 use std::fmt;
 
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Size of the segment header and of the index header.
 pub const HEADER_SIZE: usize = 64;
 /// Size of a record header.

@@ -87,6 +87,10 @@ enum Plan<'e> {
     },
 }
 
+/// An event checked against a projector's state, and what applying it will do
+/// ([`Projector::check_plan`]).
+pub(crate) struct Checked<'e>(Plan<'e>);
+
 /// The message a surface event projects to, still borrowed from the event.
 enum Pending<'e> {
     /// The exact content blocks of a user, assistant or system message.
@@ -126,6 +130,24 @@ impl Projector {
     /// first and, when one fails, returns its error and changes nothing.
     pub fn apply(&mut self, event: &Event) -> Result<(), ProjectError> {
         let plan = self.plan(event)?;
+        self.apply_plan(event, plan);
+        Ok(())
+    }
+
+    /// Checks `event` as [`check`](Self::check) does and returns what applying it will do, for
+    /// [`apply_checked`](Self::apply_checked): a caller that writes the event between the check
+    /// and the apply works the plan out once.
+    pub(crate) fn check_plan<'e>(&self, event: &'e Event) -> Result<Checked<'e>, ProjectError> {
+        Ok(Checked(self.plan(event)?))
+    }
+
+    /// Applies `event` as [`check_plan`](Self::check_plan) planned it, against this same state
+    /// (no change in between).
+    pub(crate) fn apply_checked(&mut self, event: &Event, checked: Checked<'_>) {
+        self.apply_plan(event, checked.0);
+    }
+
+    fn apply_plan(&mut self, event: &Event, plan: Plan<'_>) {
         match plan {
             Plan::Skip => {}
             Plan::Call(call) => self.track_call(event.seq, call),
@@ -163,7 +185,6 @@ impl Projector {
             }
         }
         self.last_seq = Some(event.seq);
-        Ok(())
     }
 
     /// The current history: an immutable snapshot (shares the persistent vector and the map of

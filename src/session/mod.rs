@@ -66,8 +66,9 @@ pub use writer::{OpenReport, Session, SessionOptions};
 pub(crate) use notice::Subscribers;
 pub(crate) use writer::now_ms;
 
-/// The payload schema of agentlog session logs (written in every segment header): version 1 of
-/// the rkyv archive of [`Event`](crate::event::Event).
+/// The payload schema of agentlog session logs (written in every segment header): the rkyv
+/// archive of [`Event`](crate::event::Event). Its layout is versioned by the segment's format
+/// version ([`FORMAT_VERSION`](crate::log::FORMAT_VERSION)): version 2 changed it.
 pub const PAYLOAD_SCHEMA: u32 = 1;
 
 /// Creates a directory (and its parents) with mode 0700.

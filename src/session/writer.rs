@@ -331,8 +331,7 @@ impl Session {
     /// length, a given `time` is kept (otherwise the clock's, never earlier than the last
     /// event's), `surfaceOp`, `sourceEventSeqs` and unknown members are stored as given.
     pub fn append_draft(&self, draft: Draft) -> Result<Option<u64>> {
-        self.append_drafts(vec![draft])
-            .map(|v| v.into_iter().next().flatten())
+        self.append_with(draft, self.durability)
     }
 
     /// Appends several events at once: every one is checked first (in order, each against the
@@ -345,8 +344,68 @@ impl Session {
     /// returns once the event is on stable storage (sharing the fdatasync with concurrent
     /// appenders), `Durability::Os` once it is in the log, whatever the session's default.
     pub fn append_with(&self, draft: Draft, durability: Durability) -> Result<Option<u64>> {
-        self.append_drafts_with(vec![draft], durability)
-            .map(|v| v.into_iter().next().flatten())
+        let (seq, end) = {
+            let mut inner = lock(&self.inner);
+            self.check_writable()?;
+            match self.append_one_locked(&mut inner, draft)? {
+                Some(seq) => (Some(seq), Some(seq + 1)),
+                None => (None, None),
+            }
+        };
+        if let (Some(end), Durability::Sync) = (end, durability) {
+            self.log.sync_through(end)?;
+        }
+        Ok(seq)
+    }
+
+    /// [`append_locked`](Self::append_locked) for one event, with nothing it does not need: no
+    /// vectors, one lifecycle summary, and one projection plan for both the check and the apply.
+    /// Returns the event's seq (`None` for a chunk the session does not keep).
+    fn append_one_locked(&self, inner: &mut Inner, draft: Draft) -> Result<Option<u64>> {
+        let kind = draft.event.data.event_type();
+        if !self.keep_raw_chunks && kind == Some(EventType::AssistantChunk) {
+            return Ok(None);
+        }
+        let mut event = draft.event;
+        event.seq = inner.lifecycle.len();
+        if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
+            let f = Facts {
+                seq: given,
+                ..Facts::of(&event)
+            };
+            inner.lifecycle.check(&f)?;
+        }
+        event.time = draft.time.unwrap_or_else(|| now_ms().max(inner.last_time));
+        check_shape(&event)?;
+        let facts = Facts::of(&event);
+        inner.lifecycle.check(&facts)?;
+        let plan = if projector_wants(kind) {
+            Some(
+                inner
+                    .projector
+                    .check_plan(&event)
+                    .map_err(|e| surface_error(&inner.lifecycle, &event, e))?,
+            )
+        } else {
+            None
+        };
+        let buf = &mut inner.buf;
+        buf.clear();
+        let start = encode_event(&event, buf).map_err(|source| Error::Archive {
+            seq: Some(event.seq),
+            source,
+        })?;
+        let seq = self.log.append_with(&buf[start..], Durability::Os)?;
+        debug_assert_eq!(seq, event.seq);
+        inner.lifecycle.apply(&facts);
+        if let Some(plan) = plan {
+            inner.projector.apply_checked(&event, plan);
+        }
+        inner.last_time = inner.last_time.max(event.time);
+        if self.subscribers.any() {
+            self.notify(vec![event]);
+        }
+        Ok(Some(seq))
     }
 
     /// [`Session::append_drafts`] with the durability of this one call.
