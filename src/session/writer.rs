@@ -93,6 +93,8 @@ pub struct Session {
     /// Checkpoints (`CHECKPOINT`): the log's seal count when the last one was started, and
     /// the thread writing one after a seal, if any.
     checkpoint: Mutex<CheckpointTask>,
+    /// `checkpoint.seals` without its lock: an append that sealed nothing checks this alone.
+    seals_seen: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -171,6 +173,7 @@ impl Session {
             keep_raw_chunks: options.keep_raw_chunks,
             subscribers: Subscribers::new(),
             checkpoint: Mutex::new(CheckpointTask::default()),
+            seals_seen: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -238,7 +241,11 @@ impl Session {
             salvaged,
         };
         let session = Session::from_parts(dir, log, meta, inner, &options);
-        lock(&session.checkpoint).seals = session.log.seals();
+        let seals = session.log.seals();
+        lock(&session.checkpoint).seals = seals;
+        session
+            .seals_seen
+            .store(seals, std::sync::atomic::Ordering::Relaxed);
         Ok((session, report))
     }
 
@@ -354,6 +361,9 @@ impl Session {
         };
         if let (Some(end), Durability::Sync) = (end, durability) {
             self.log.sync_through(end)?;
+        }
+        if end.is_some() {
+            self.checkpoint_after_seal();
         }
         Ok(seq)
     }
@@ -751,10 +761,15 @@ impl Session {
     /// written is covered by the next).
     fn checkpoint_after_seal(&self) {
         let seals = self.log.seals();
+        if seals == self.seals_seen.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let mut task = lock(&self.checkpoint);
         if seals == task.seals || task.thread.as_ref().is_some_and(|t| !t.is_finished()) {
             return;
         }
+        self.seals_seen
+            .store(seals, std::sync::atomic::Ordering::Relaxed);
         if let Some(t) = task.thread.take() {
             let _ = t.join();
         }
