@@ -43,7 +43,7 @@
 //! # }
 //! ```
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::OpenOptions;
 use std::future::Future;
 use std::io::Write;
@@ -657,9 +657,9 @@ impl Remote {
                 };
                 let report = match self.ship_retrying(store, &id, st).await {
                     Ok(r) => r,
-                    // A session removed (gc) or being created meanwhile: looked at again next
-                    // time.
-                    Err(Error::NotFound(_)) => continue,
+                    // A session removed (gc) meanwhile, or being created (its log is written
+                    // before its session.json): looked at again next time.
+                    Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => continue,
                     Err(e) => return Err(e),
                 };
                 if report.shipped > 0 || report.meta {
@@ -750,6 +750,9 @@ impl Remote {
             store,
             renames,
             open: HashMap::new(),
+            lens: HashMap::new(),
+            waiting: HashMap::new(),
+            states: HashMap::new(),
             checked: HashSet::new(),
             reports: Vec::new(),
         };
@@ -771,19 +774,30 @@ impl Remote {
                 return self.restore_missing(sessions, &restorer.renames, restorer.reports);
             }
         }
-        let consumer = self
-            .stream
-            .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: filter.clone(),
-                deliver_policy: consumer::DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?;
-        let mut messages = consumer
-            .messages()
-            .await
-            .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?;
+        // A cluster that lost a server may take a while to place the consumer: retried.
+        let start = Instant::now();
+        let mut messages = loop {
+            let attempt = async {
+                self.stream
+                    .create_consumer(consumer::pull::OrderedConfig {
+                        filter_subject: filter.clone(),
+                        deliver_policy: consumer::DeliverPolicy::All,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?
+                    .messages()
+                    .await
+                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))
+            };
+            match attempt.await {
+                Ok(m) => break m,
+                Err(_) if start.elapsed() < self.options.retry_for => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let stop = async move {
             match stop {
                 Some(s) => s.await,
@@ -821,8 +835,12 @@ impl Remote {
                     on_restore(&restorer.reports[i]);
                 }
             }
-            if !follow && pending == 0 {
-                break;
+            if pending == 0 {
+                // Caught up: the states the metadata gives hold now.
+                restorer.apply_states()?;
+                if !follow {
+                    break;
+                }
             }
         }
         let renames = restorer.renames.clone();
@@ -860,7 +878,15 @@ struct Restorer<'a> {
     store: &'a Store,
     renames: HashMap<String, String>,
     /// Sessions open for appending, by local id.
-    open: HashMap<String, (Session, usize)>,
+    open: HashMap<String, Session>,
+    /// The local length of the sessions met, by local id.
+    lens: HashMap<String, u64>,
+    /// Events that came before an earlier one (a publish repeated after a failure is stored
+    /// after the ones that followed it), by local id and seq: appended once their turn comes.
+    waiting: HashMap<String, BTreeMap<u64, Vec<u8>>>,
+    /// The state (active, archived, deleted) the stream's latest metadata gives, by local id:
+    /// applied once the events before it are in (an archived session refuses appends).
+    states: HashMap<String, SessionState>,
     /// Local sessions found to match the stream's (by header) or created by this restore.
     checked: HashSet<String>,
     reports: Vec<RestoreReport>,
@@ -917,31 +943,84 @@ impl Restorer<'_> {
                 "an event of session {id} without its {HEADER_SEQ} header"
             ))
         })?;
-        if !self.open.contains_key(&local) {
-            if !self.checked.contains(&local) {
-                return Err(Error::Remote(format!(
-                    "events of session {id} came before its metadata (was it shipped by agentlog?)"
-                )));
-            }
-            let (session, _) = Session::open(self.store.session_dir(&local)?, self.options())?;
-            let i = self.report_index(&local);
-            self.open.insert(local.clone(), (session, i));
+        if !self.checked.contains(&local) {
+            return Err(Error::Remote(format!(
+                "events of session {id} came before its metadata (was it shipped by agentlog?)"
+            )));
         }
-        let Some((session, i)) = self.open.get(&local) else {
-            return Ok(None);
+        let len = match self.lens.get(&local) {
+            Some(&len) => len,
+            None => {
+                let len = SessionReader::open(self.store.session_dir(&local)?)?.len();
+                self.lens.insert(local.clone(), len);
+                len
+            }
         };
-        let i = *i;
-        let len = session.len();
         if seq < len {
-            // Restored already.
+            // Restored already (or a repeat).
             return Ok(None);
         }
         if seq > len {
-            return Err(Error::Remote(format!(
-                "session {id}: the stream's next event is seq {seq}, the local log holds {len}: \
-                 events are missing from the stream"
-            )));
+            self.waiting
+                .entry(local)
+                .or_default()
+                .insert(seq, payload.to_vec());
+            return Ok(None);
         }
+        self.append(&local, id, seq, text)?;
+        let mut next = seq + 1;
+        while let Some(p) = self.waiting.get_mut(&local).and_then(|w| w.remove(&next)) {
+            let text = String::from_utf8(p)
+                .map_err(|_| Error::Remote(format!("a message of session {id} is not UTF-8")))?;
+            self.append(&local, id, next, &text)?;
+            next += 1;
+        }
+        Ok(Some(self.report_index(&local)))
+    }
+
+    /// Gives session `local` the state the stream's metadata gave it, if it differs.
+    fn apply_state(&mut self, local: &str) -> Result<()> {
+        let Some(state) = self.states.remove(local) else {
+            return Ok(());
+        };
+        let store = self.store;
+        let current = SessionMeta::load(&store.session_dir(local)?)?.state;
+        if current == state {
+            return Ok(());
+        }
+        // A change of state needs no writer open.
+        if let Some(session) = self.open.remove(local) {
+            session.close()?;
+        }
+        match state {
+            SessionState::Active => store.unarchive(local),
+            SessionState::Archived => store.archive(local),
+            SessionState::Deleted => store.delete(local),
+        }
+    }
+
+    /// Applies the states of every session met (the consumer caught up with the stream).
+    fn apply_states(&mut self) -> Result<()> {
+        let locals: Vec<String> = self.states.keys().cloned().collect();
+        for local in locals {
+            self.apply_state(&local)?;
+        }
+        Ok(())
+    }
+
+    /// Appends event `seq` (the next of the local log) to session `local`.
+    fn append(&mut self, local: &str, id: &str, seq: u64, text: &str) -> Result<()> {
+        if !self.open.contains_key(local) {
+            if self.states.get(local) == Some(&SessionState::Active) {
+                // Unarchived in the stream before this event was appended.
+                self.apply_state(local)?;
+            }
+            let (session, _) = Session::open(self.store.session_dir(local)?, self.options())?;
+            self.open.insert(local.to_string(), session);
+        }
+        let Some(session) = self.open.get(local) else {
+            return Ok(());
+        };
         let event = parse_event_line(text)
             .map_err(|e| Error::Remote(format!("session {id} seq {seq} in the stream: {e}")))?;
         let time = event.time;
@@ -950,10 +1029,12 @@ impl Restorer<'_> {
             seq: Some(seq),
             time: Some(time),
         })?;
+        self.lens.insert(local.to_string(), seq + 1);
+        let i = self.report_index(local);
         let r = &mut self.reports[i];
         r.restored += 1;
         r.len = seq + 1;
-        Ok(Some(i))
+        Ok(())
     }
 
     fn apply_meta(&mut self, local: &str, meta: SessionMeta) -> Result<()> {
@@ -996,23 +1077,13 @@ impl Restorer<'_> {
         let mut wanted = current.clone();
         apply(&mut wanted);
         if wanted != current {
-            if let Some((session, _)) = self.open.get(local) {
+            if let Some(session) = self.open.get(local) {
                 session.update_meta(apply)?;
             } else {
                 wanted.save(&dir)?;
             }
         }
-        if current.state != meta.state {
-            // A change of state needs no writer open.
-            if let Some((session, _)) = self.open.remove(local) {
-                session.close()?;
-            }
-            match meta.state {
-                SessionState::Active => store.unarchive(local)?,
-                SessionState::Archived => store.archive(local)?,
-                SessionState::Deleted => store.delete(local)?,
-            }
-        }
+        self.states.insert(local.to_string(), meta.state);
         let i = self.report_index(local);
         if self.reports[i].len == 0 {
             self.reports[i].len = store.reader(local).map(|r| r.len()).unwrap_or(0);
@@ -1021,9 +1092,19 @@ impl Restorer<'_> {
     }
 
     fn finish(mut self) -> Result<Vec<RestoreReport>> {
-        for (_, (session, _)) in self.open.drain() {
+        self.apply_states()?;
+        for (_, session) in self.open.drain() {
             session.sync()?;
             session.close()?;
+        }
+        for (local, waiting) in &self.waiting {
+            if let Some((&first, _)) = waiting.iter().next() {
+                let len = self.lens.get(local).copied().unwrap_or(0);
+                return Err(Error::Remote(format!(
+                    "session {local}: the stream lacks seq {len} (it holds seq {first} and \
+                     later): events are missing from the stream"
+                )));
+            }
         }
         Ok(self.reports)
     }

@@ -100,7 +100,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
                 .await;
         }
         let ids = if args.all {
-            store.ids(false)?
+            // Deleted ones too: their deletion is shipped (metadata only).
+            store.ids(true)?
         } else {
             args.sessions.clone()
         };
