@@ -359,6 +359,16 @@ impl Remote {
     /// Connects to `url` and opens the stream `options.stream`, creating it when missing (file
     /// storage, `options.replicas` replicas, subjects `agentlog.>`).
     pub async fn connect(url: &str, options: ShipOptions) -> Result<Remote> {
+        Self::connect_to(url, options, true).await
+    }
+
+    /// Connects to `url` and opens the stream `options.stream`, which must exist (what a
+    /// restore needs: a missing stream is an error, never created empty).
+    pub async fn open(url: &str, options: ShipOptions) -> Result<Remote> {
+        Self::connect_to(url, options, false).await
+    }
+
+    async fn connect_to(url: &str, options: ShipOptions, create: bool) -> Result<Remote> {
         check_stream_name(&options.stream)?;
         if !(1..=5).contains(&options.replicas) {
             return Err(Error::Invalid(format!(
@@ -386,6 +396,12 @@ impl Remote {
                         if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
                 ) =>
             {
+                if !create {
+                    return Err(Error::Remote(format!(
+                        "no stream {} on {url} (nothing was shipped to it)",
+                        options.stream
+                    )));
+                }
                 js.get_or_create_stream(stream::Config {
                     name: options.stream.clone(),
                     subjects: vec![format!("{SUBJECT_PREFIX}.>")],

@@ -108,6 +108,14 @@ fn ship_then_restore_is_byte_identical() {
     append_turns(&a.store(), "gen.1", "generated", 50);
     a.run(&["archive", &typo]).ok();
 
+    // Restoring from a stream nothing was shipped to is an error (and creates no stream).
+    let none = a.run(&["restore", "--nats", &url, "--all"]);
+    assert!(
+        none.fails(1).contains("no stream AGENTLOG"),
+        "{}",
+        none.stderr
+    );
+
     let out = a.run(&["ship", "--nats", &url, "--all"]);
     out.ok();
     assert!(

@@ -51,7 +51,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     };
     let rt = ship::runtime()?;
     rt.block_on(async {
-        let remote = Remote::connect(&args.nats, options).await?;
+        let remote = if args.follow {
+            // A central host may start before any host shipped: wait for the stream (and the
+            // server), saying so once.
+            let mut said = false;
+            loop {
+                match Remote::open(&args.nats, options.clone()).await {
+                    Ok(r) => break r,
+                    Err(agentlog::Error::Remote(e)) => {
+                        if !said {
+                            eprintln!("waiting: {e}");
+                            said = true;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        } else {
+            Remote::open(&args.nats, options).await?
+        };
         let sessions = if args.all {
             Sessions::All
         } else {
