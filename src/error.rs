@@ -64,6 +64,8 @@ pub enum Error {
     },
     /// A value the caller gave is not acceptable (a bad option, a fork point beyond the end, …).
     Invalid(String),
+    /// The NATS server, the network or the stream failed or refused (shipping, restoring).
+    Remote(String),
 }
 
 impl Error {
@@ -111,6 +113,7 @@ impl fmt::Display for Error {
             Error::BadFile { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::BrokenMeta { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::Invalid(s) => f.write_str(s),
+            Error::Remote(s) => f.write_str(s),
         }
     }
 }

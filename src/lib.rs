@@ -9,7 +9,9 @@
 //!   durability modes, zero-copy readers in any process);
 //! - [`session`]: a log with its header, lifecycle rules, turn state, resume and replay;
 //! - [`project`]: the incremental projection (`derive_messages`) and provider renderings;
-//! - [`store`]: many sessions in one directory: create, import, fork, list, search, stats.
+//! - [`store`]: many sessions in one directory: create, import, fork, list, search, stats;
+//! - `ship` (the `nats` feature): sessions shipped to a NATS JetStream stream and restored
+//!   from it on any host.
 //!
 //! ```
 //! use agentlog::event::parse_draft_line;
@@ -61,6 +63,8 @@ pub mod import;
 pub mod log;
 pub mod project;
 pub mod session;
+#[cfg(feature = "nats")]
+pub mod ship;
 pub mod store;
 
 pub use error::{Error, Result};

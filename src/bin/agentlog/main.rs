@@ -79,6 +79,8 @@ enum Command {
     Unarchive(cmd::manage::UnarchiveArgs),
     Delete(cmd::manage::DeleteArgs),
     Gc(cmd::manage::GcArgs),
+    Ship(cmd::ship::Args),
+    Restore(cmd::restore::Args),
 }
 
 fn main() -> ExitCode {
@@ -106,6 +108,8 @@ fn main() -> ExitCode {
         Command::Unarchive(a) => cmd::manage::run_unarchive(&ctx, a),
         Command::Delete(a) => cmd::manage::run_delete(&ctx, a),
         Command::Gc(a) => cmd::manage::run_gc(&ctx, a),
+        Command::Ship(a) => cmd::ship::run(&ctx, a),
+        Command::Restore(a) => cmd::restore::run(&ctx, a),
     };
     match result {
         Ok(code) => code,

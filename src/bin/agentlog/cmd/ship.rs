@@ -1,0 +1,117 @@
+//! `agentlog ship --nats URL [--stream NAME] [--replicas N] (SESSION…|--all) [--follow]` and
+//! `agentlog ship --status`: sessions to a NATS JetStream stream (the library's `ship` module).
+
+use std::process::ExitCode;
+
+use agentlog::ship::{self, Remote, Sessions, ShipOptions};
+use anyhow::{anyhow, Result};
+
+use crate::cmd::{object, print_json};
+use crate::target::Ctx;
+
+/// Ship sessions to a NATS JetStream stream
+///
+/// Publishes every event of the sessions, in seq order, to subject agentlog.<session>.events of
+/// the stream (created when missing: file storage, --replicas replicas, subjects agentlog.>),
+/// and each session's metadata (header, state) to agentlog.<session>.meta. A session's cursor
+/// (kept in the store, under ship/<stream>/) moves only past events the stream acknowledged:
+/// run it again after a crash, a network loss or a server restart and it goes on from there,
+/// with no gap and no duplicate. --follow keeps shipping new appends and new sessions (every
+/// 50 ms) until interrupted. --status prints, per session, the shipped seq against the local
+/// length (no server needed).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The sessions (ids in the store)
+    sessions: Vec<String>,
+    /// Every session of the store (and, with --follow, every new one)
+    #[arg(long, conflicts_with = "sessions")]
+    all: bool,
+    /// The NATS server, e.g. nats://127.0.0.1:4222
+    #[arg(long, value_name = "URL", required_unless_present = "status")]
+    nats: Option<String>,
+    /// The JetStream stream
+    #[arg(long, value_name = "NAME", default_value = ship::DEFAULT_STREAM)]
+    stream: String,
+    /// Replicas of a stream created by this command (1 to 5)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    replicas: usize,
+    /// Keep shipping new appends and new sessions until interrupted
+    #[arg(long)]
+    follow: bool,
+    /// Print the shipped seq of each session against its local length
+    #[arg(long, conflicts_with_all = ["follow", "sessions", "all"])]
+    status: bool,
+    /// With --status: one JSON object per line, {"session","shipped","local"}
+    #[arg(long, requires = "status")]
+    json: bool,
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    let store = ctx.open_store()?;
+    if args.status {
+        let rows =
+            ship::status(&store, &args.stream).map_err(|e| ctx.error("cannot read store", e))?;
+        for r in rows {
+            if args.json {
+                print_json(&object(vec![
+                    ("session", r.id.clone().into()),
+                    ("shipped", r.shipped.into()),
+                    (
+                        "local",
+                        r.local.map_or(agentlog::event::Value::Null, Into::into),
+                    ),
+                ]))?;
+            } else {
+                let local = r.local.map_or_else(|| "-".to_string(), |n| n.to_string());
+                let behind = match r.local {
+                    Some(n) if n > r.shipped => format!("  ({} to ship)", n - r.shipped),
+                    Some(_) => "  (shipped)".to_string(),
+                    None => "  (deleted)".to_string(),
+                };
+                outln!("{}  {}/{}{behind}", r.id, r.shipped, local)?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !args.all && args.sessions.is_empty() {
+        return Err(anyhow!("name the sessions to ship, or give --all"));
+    }
+    let url = args.nats.ok_or_else(|| anyhow!("--nats URL is required"))?;
+    let options = ShipOptions {
+        stream: args.stream,
+        replicas: args.replicas,
+        ..ShipOptions::default()
+    };
+    let rt = ship::runtime()?;
+    rt.block_on(async {
+        let remote = Remote::connect(&url, options).await?;
+        if args.follow {
+            let sessions = if args.all {
+                Sessions::All
+            } else {
+                Sessions::Ids(args.sessions.clone())
+            };
+            // Until interrupted (the cursors are consistent at any point).
+            let stop = std::future::pending::<()>();
+            return remote
+                .follow(&store, sessions, stop, |id, r| {
+                    eprintln!("{id}: shipped {} (cursor {})", r.shipped, r.cursor);
+                })
+                .await;
+        }
+        let ids = if args.all {
+            // Deleted ones too: their deletion is shipped (metadata only).
+            store.ids(true)?
+        } else {
+            args.sessions.clone()
+        };
+        for id in ids {
+            let r = remote.ship(&store, &id).await?;
+            outln!("{id}: {} events shipped, cursor {}", r.shipped, r.cursor)
+                .map_err(|e| agentlog::Error::Remote(e.to_string()))?;
+        }
+        Ok(())
+    })
+    .map_err(|e| anyhow!("ship: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}

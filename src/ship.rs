@@ -1,0 +1,1127 @@
+//! Many machines: sessions shipped to a NATS JetStream stream, and restored from it anywhere
+//! (the `nats` cargo feature; the command line turns it on).
+//!
+//! Each host keeps writing its sessions locally; [`Remote::ship`] publishes every event of a
+//! session, in seq order, to the subject `agentlog.<session>.events` of a JetStream stream, its
+//! payload the event's canonical JSON line (EVENTS.md §4, without the newline), with the headers
+//! `Agentlog-Session`, `Agentlog-Seq` and `Nats-Msg-Id` = `<session>:<seq>` (JetStream drops a
+//! message whose id it has seen within its duplicate window). The session's metadata (its
+//! `session.json` object: header, state, config) goes to `agentlog.<session>.meta` whenever it
+//! changes (title, archive, delete). A `.` in a session id is written `~` in a subject (ids never
+//! hold `~`); the headers carry the id as it is.
+//!
+//! A session's **ship cursor** (the next seq to ship) is kept in the store, in
+//! `<store>/ship/<stream>/<session>`, written atomically (a temporary file, synced, renamed). It
+//! moves past an event only once the stream has acknowledged it, so a crash, a lost network or
+//! a restarted server never loses an event: the next ship starts again at the cursor. What was
+//! acknowledged after the cursor's last write is found in the stream (its last seq of the
+//! session, when the stream holds exactly the seqs before it), and anything published again
+//! within the duplicate window is dropped by its `Nats-Msg-Id`: no gap, no duplicate.
+//!
+//! [`Remote::restore`] rebuilds sessions in a local store from the stream: the restored
+//! session's `export --header` is the source's, byte for byte. [`Remote::follow`] and
+//! [`Remote::restore_follow`] keep going: new appends and new sessions are shipped (restored) as
+//! they come.
+//!
+//! The API is async (tokio). A program without a runtime of its own uses [`runtime`]:
+//!
+//! ```no_run
+//! use agentlog::ship::{runtime, Remote, ShipOptions};
+//! use agentlog::store::Store;
+//!
+//! # fn main() -> Result<(), agentlog::Error> {
+//! let store = Store::open("/var/lib/agent/.agentlog")?;
+//! let rt = runtime()?;
+//! rt.block_on(async {
+//!     let remote = Remote::connect("nats://127.0.0.1:4222", ShipOptions::default()).await?;
+//!     for id in store.ids(false)? {
+//!         let report = remote.ship(&store, &id).await?;
+//!         println!("{id}: {} events shipped", report.shipped);
+//!     }
+//!     Ok(())
+//! })
+//! # }
+//! ```
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fs::OpenOptions;
+use std::future::Future;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer, context::PublishAckFuture, stream};
+use async_nats::HeaderMap;
+use futures_util::StreamExt;
+
+use crate::error::{Error, Result};
+use crate::event::{parse_event_line, Draft, JsonlWriter};
+use crate::session::{Session, SessionMeta, SessionReader, SessionState};
+use crate::store::{ImportOptions, Store};
+
+/// The stream used when none is named.
+pub const DEFAULT_STREAM: &str = "AGENTLOG";
+/// The first token of every subject.
+pub const SUBJECT_PREFIX: &str = "agentlog";
+/// The header naming the session of a message.
+pub const HEADER_SESSION: &str = "Agentlog-Session";
+/// The header giving the seq of an event message.
+pub const HEADER_SEQ: &str = "Agentlog-Seq";
+/// The folder of the ship cursors in a store.
+pub const SHIP_DIR: &str = "ship";
+
+/// How often [`Remote::follow`] looks for new appends and sessions.
+const FOLLOW_POLL: Duration = Duration::from_millis(50);
+/// How often [`Remote::follow`] writes a cursor while events keep coming.
+const CURSOR_EVERY: u64 = 8192;
+
+/// How to ship.
+#[derive(Debug, Clone)]
+pub struct ShipOptions {
+    /// The stream's name (created when missing). Default: [`DEFAULT_STREAM`].
+    pub stream: String,
+    /// The replicas of a stream created here (1 to 5). Default: 1.
+    pub replicas: usize,
+    /// Publishes whose acknowledgement is awaited at most at once. Default: 1024.
+    pub window: usize,
+    /// How long a ship retries after the server or the network fails (reconnecting, publishing
+    /// again from the last acknowledged event) before it gives up. Default: 60 s.
+    pub retry_for: Duration,
+}
+
+impl Default for ShipOptions {
+    fn default() -> Self {
+        ShipOptions {
+            stream: DEFAULT_STREAM.to_string(),
+            replicas: 1,
+            window: 1024,
+            retry_for: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What shipping a session did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShipReport {
+    /// Events published and acknowledged by this call.
+    pub shipped: u64,
+    /// The session's cursor afterwards: every event before it is in the stream.
+    pub cursor: u64,
+    /// True when the session's metadata was published (new, or changed since the last ship).
+    pub meta: bool,
+}
+
+/// What restoring did, per session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The local session id.
+    pub id: String,
+    /// Events appended by this call.
+    pub restored: u64,
+    /// The local session's length afterwards.
+    pub len: u64,
+}
+
+/// A session's shipping state in a store ([`status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShipStatus {
+    /// The session id.
+    pub id: String,
+    /// Events shipped (acknowledged by the stream): the cursor.
+    pub shipped: u64,
+    /// Events in the local log (`None` when the session is deleted or cannot be read).
+    pub local: Option<u64>,
+}
+
+/// What a stream holds of one session ([`Remote::remote_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteState {
+    /// Event messages of the session in the stream.
+    pub events: u64,
+    /// The seq of the last one (`None` when there is none).
+    pub last_seq: Option<u64>,
+}
+
+/// Which sessions to follow.
+#[derive(Debug, Clone)]
+pub enum Sessions {
+    /// Every session, new ones too.
+    All,
+    /// These ids.
+    Ids(Vec<String>),
+}
+
+impl Sessions {
+    fn contains(&self, id: &str) -> bool {
+        match self {
+            Sessions::All => true,
+            Sessions::Ids(ids) => ids.iter().any(|i| i == id),
+        }
+    }
+}
+
+/// A tokio runtime (one thread) for callers without one of their own.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Remote(format!("cannot start the async runtime: {e}")))
+}
+
+fn remote(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
+    Error::Remote(format!("{what}: {e}"))
+}
+
+/// The subject token of a session id (`.` is written `~`).
+pub fn subject_token(id: &str) -> String {
+    id.replace('.', "~")
+}
+
+/// The subject of a session's events.
+pub fn events_subject(id: &str) -> String {
+    format!("{SUBJECT_PREFIX}.{}.events", subject_token(id))
+}
+
+/// The subject of a session's metadata.
+pub fn meta_subject(id: &str) -> String {
+    format!("{SUBJECT_PREFIX}.{}.meta", subject_token(id))
+}
+
+fn check_stream_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(Error::Invalid(format!(
+            "invalid stream name {name:?}: 1 to 64 characters from A-Z a-z 0-9 _ -"
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cursor
+
+/// A session's ship cursor, as kept in `<store>/ship/<stream>/<session>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Cursor {
+    /// The next seq to ship.
+    shipped: u64,
+    /// How many metadata messages were published (the id of the next is
+    /// `<session>:meta:<n+1>:<checksum>`).
+    meta_version: u64,
+    /// The checksum of the metadata last published.
+    meta_crc: Option<u32>,
+}
+
+const CURSOR_MAGIC: &str = "agentlog ship cursor 1";
+
+fn cursor_path(store: &Store, stream: &str, id: &str) -> Result<PathBuf> {
+    // The id is checked (never a path).
+    store.session_dir(id)?;
+    Ok(store.root().join(SHIP_DIR).join(stream).join(id))
+}
+
+impl Cursor {
+    fn load(path: &Path) -> Result<Option<Cursor>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("read", path, e)),
+        };
+        let bad = |reason: &str| Error::BadFile {
+            path: path.to_path_buf(),
+            reason: format!("not a ship cursor ({reason}); remove it to ship the session again"),
+        };
+        let mut lines = text.lines();
+        if lines.next() != Some(CURSOR_MAGIC) {
+            return Err(bad("first line"));
+        }
+        let shipped = lines
+            .next()
+            .and_then(|l| l.strip_prefix("shipped "))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| bad("shipped"))?;
+        let meta = lines
+            .next()
+            .and_then(|l| l.strip_prefix("meta "))
+            .ok_or_else(|| bad("meta"))?;
+        let (version, crc) = meta.split_once(' ').ok_or_else(|| bad("meta"))?;
+        let meta_version = version.parse().map_err(|_| bad("meta version"))?;
+        let meta_crc = match crc {
+            "-" => None,
+            c => Some(u32::from_str_radix(c, 16).map_err(|_| bad("meta checksum"))?),
+        };
+        Ok(Some(Cursor {
+            shipped,
+            meta_version,
+            meta_crc,
+        }))
+    }
+
+    /// Writes the cursor atomically: a temporary file beside it, synced, renamed over it, the
+    /// folder synced.
+    fn save(&self, path: &Path) -> Result<()> {
+        let dir = path
+            .parent()
+            .ok_or_else(|| Error::Invalid(format!("{}: no folder", path.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let tmp = dir.join(format!(".{}.tmp", name.unwrap_or_default()));
+        let crc = self
+            .meta_crc
+            .map_or_else(|| "-".to_string(), |c| format!("{c:08x}"));
+        let text = format!(
+            "{CURSOR_MAGIC}\nshipped {}\nmeta {} {crc}\n",
+            self.shipped, self.meta_version
+        );
+        let written = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            })
+            .map_err(|e| Error::io("write", &tmp, e))
+            .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e)));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", dir, e))
+    }
+}
+
+/// Per session: where shipping stands, from the store's cursors, against the local logs. Needs
+/// no server. Every session of the store is listed, and every session with a cursor (a deleted
+/// one too).
+pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
+    check_stream_name(stream)?;
+    let mut ids: Vec<String> = store.ids(false)?;
+    let dir = store.root().join(SHIP_DIR).join(stream);
+    match std::fs::read_dir(&dir) {
+        Ok(rd) => {
+            for entry in rd {
+                let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+                if let Some(name) = entry.file_name().to_str() {
+                    if crate::session::validate_id(name).is_ok() && !ids.iter().any(|i| i == name) {
+                        ids.push(name.to_string());
+                    }
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("read directory", &dir, e)),
+    }
+    ids.sort();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let cursor = Cursor::load(&cursor_path(store, stream, &id)?)?.unwrap_or_default();
+        let local = store.reader(&id).ok().map(|r| r.len());
+        out.push(ShipStatus {
+            id,
+            shipped: cursor.shipped,
+            local,
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The connection
+
+/// A connection to a NATS server and its JetStream stream.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    js: jetstream::Context,
+    stream: stream::Stream,
+    options: ShipOptions,
+}
+
+/// One session being shipped: its cursor and an open reader.
+struct Shipping {
+    path: PathBuf,
+    cursor: Cursor,
+    saved: u64,
+    reader: Option<SessionReader>,
+    reconciled: bool,
+}
+
+impl Remote {
+    /// Connects to `url` and opens the stream `options.stream`, creating it when missing (file
+    /// storage, `options.replicas` replicas, subjects `agentlog.>`).
+    pub async fn connect(url: &str, options: ShipOptions) -> Result<Remote> {
+        Self::connect_to(url, options, true).await
+    }
+
+    /// Connects to `url` and opens the stream `options.stream`, which must exist (what a
+    /// restore needs: a missing stream is an error, never created empty).
+    pub async fn open(url: &str, options: ShipOptions) -> Result<Remote> {
+        Self::connect_to(url, options, false).await
+    }
+
+    async fn connect_to(url: &str, options: ShipOptions, create: bool) -> Result<Remote> {
+        check_stream_name(&options.stream)?;
+        if !(1..=5).contains(&options.replicas) {
+            return Err(Error::Invalid(format!(
+                "--replicas {}: a stream has 1 to 5 replicas",
+                options.replicas
+            )));
+        }
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(url)
+            .await
+            .map_err(|e| remote(format_args!("cannot connect to {url}"), e))?;
+        let js = jetstream::ContextBuilder::new()
+            .timeout(Duration::from_secs(5))
+            .ack_timeout(Duration::from_secs(5))
+            .max_ack_inflight(options.window.max(1) * 2)
+            .backpressure_on_inflight(true)
+            .build(client);
+        let stream = match js.get_stream(&options.stream).await {
+            Ok(s) => s,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    jetstream::context::GetStreamErrorKind::JetStream(j)
+                        if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+                ) =>
+            {
+                if !create {
+                    return Err(Error::Remote(format!(
+                        "no stream {} on {url} (nothing was shipped to it)",
+                        options.stream
+                    )));
+                }
+                js.get_or_create_stream(stream::Config {
+                    name: options.stream.clone(),
+                    subjects: vec![format!("{SUBJECT_PREFIX}.>")],
+                    storage: stream::StorageType::File,
+                    num_replicas: options.replicas,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| remote(format_args!("create stream {}", options.stream), e))?
+            }
+            Err(e) => return Err(remote(format_args!("open stream {}", options.stream), e)),
+        };
+        Ok(Remote {
+            js,
+            stream,
+            options,
+        })
+    }
+
+    /// The options this connection was made with.
+    pub fn options(&self) -> &ShipOptions {
+        &self.options
+    }
+
+    /// What the stream holds of session `id`: its event messages and the last seq.
+    pub async fn remote_state(&self, id: &str) -> Result<RemoteState> {
+        let subject = events_subject(id);
+        let mut info = self
+            .stream
+            .info_builder()
+            .subjects(subject.clone())
+            .fetch()
+            .await
+            .map_err(|e| remote("stream info", e))?;
+        let mut events = 0u64;
+        while let Some(item) = info.next().await {
+            let (s, n) = item.map_err(|e| remote("stream info", e))?;
+            if s == subject {
+                events = n as u64;
+            }
+        }
+        if events == 0 {
+            return Ok(RemoteState {
+                events,
+                last_seq: None,
+            });
+        }
+        let last = self
+            .stream
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .map_err(|e| remote(format_args!("last message of {subject}"), e))?;
+        let seq = last
+            .headers
+            .get(HEADER_SEQ)
+            .and_then(|v| v.as_str().parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::Remote(format!(
+                    "the last message of {subject} has no {HEADER_SEQ} header"
+                ))
+            })?;
+        Ok(RemoteState {
+            events,
+            last_seq: Some(seq),
+        })
+    }
+
+    fn shipping(&self, store: &Store, id: &str) -> Result<Shipping> {
+        let path = cursor_path(store, &self.options.stream, id)?;
+        let cursor = Cursor::load(&path)?.unwrap_or_default();
+        Ok(Shipping {
+            path,
+            saved: cursor.shipped,
+            cursor,
+            reader: None,
+            reconciled: false,
+        })
+    }
+
+    /// Ships what session `id` holds beyond its cursor (and its metadata when it changed),
+    /// retrying through server or network failures for `options.retry_for`.
+    pub async fn ship(&self, store: &Store, id: &str) -> Result<ShipReport> {
+        let mut st = self.shipping(store, id)?;
+        self.ship_retrying(store, id, &mut st).await
+    }
+
+    async fn ship_retrying(
+        &self,
+        store: &Store,
+        id: &str,
+        st: &mut Shipping,
+    ) -> Result<ShipReport> {
+        let start = Instant::now();
+        let mut total = ShipReport::default();
+        loop {
+            match self.step(store, id, st, &mut total).await {
+                Ok(()) => return Ok(total),
+                Err(Error::Remote(e)) if start.elapsed() < self.options.retry_for => {
+                    // The server or the network failed: what was acknowledged is in the
+                    // cursor; publish again from there (duplicates are dropped by their id).
+                    let _ = e;
+                    st.reconciled = false;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Brings the stream's copy of session `id` up to the local log once: the metadata if it
+    /// changed, then every event from the cursor on. The cursor is written when done (or when
+    /// failing, with what was acknowledged).
+    async fn step(
+        &self,
+        store: &Store,
+        id: &str,
+        st: &mut Shipping,
+        report: &mut ShipReport,
+    ) -> Result<()> {
+        let result = self.step_inner(store, id, st, report).await;
+        if st.cursor.shipped != st.saved {
+            st.cursor.save(&st.path)?;
+            st.saved = st.cursor.shipped;
+        }
+        report.cursor = st.cursor.shipped;
+        result
+    }
+
+    async fn step_inner(
+        &self,
+        store: &Store,
+        id: &str,
+        st: &mut Shipping,
+        report: &mut ShipReport,
+    ) -> Result<()> {
+        let dir = store.session_dir(id)?;
+        if !st.reconciled {
+            // Acknowledged after the cursor's last write (a crash in between): the stream holds
+            // seqs 0..=last exactly when it holds last+1 of them (one shipper per session,
+            // publishing in order).
+            let remote = self.remote_state(id).await?;
+            if let Some(last) = remote.last_seq {
+                if remote.events == last + 1 && last + 1 > st.cursor.shipped {
+                    st.cursor.shipped = last + 1;
+                }
+            }
+            st.reconciled = true;
+        }
+        let meta = SessionMeta::load(&dir)?;
+        let meta_text = meta.to_json();
+        let crc = crc32fast::hash(meta_text.as_bytes());
+        if st.cursor.meta_crc != Some(crc) {
+            let version = st.cursor.meta_version + 1;
+            let mut headers = HeaderMap::new();
+            headers.insert(HEADER_SESSION, id);
+            // The version and the checksum: a repeat after a crash is dropped, and so is nothing
+            // else (another host's first version of a changed session has another checksum).
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                format!("{id}:meta:{version}:{crc:08x}").as_str(),
+            );
+            let ack = self
+                .js
+                .publish_with_headers(meta_subject(id), headers, meta_text.into_bytes().into())
+                .await
+                .map_err(|e| remote(format_args!("publish the metadata of {id}"), e))?;
+            ack.await
+                .map_err(|e| remote(format_args!("publish the metadata of {id}"), e))?;
+            st.cursor.meta_version = version;
+            st.cursor.meta_crc = Some(crc);
+            st.cursor.save(&st.path)?;
+            report.meta = true;
+        }
+        if meta.state == SessionState::Deleted {
+            // Its events were shipped while it lived; a deleted log is not read.
+            return Ok(());
+        }
+        let reader = match st.reader.take() {
+            Some(mut r) => {
+                r.refresh()?;
+                r
+            }
+            None => SessionReader::open(&dir)?,
+        };
+        let reader = st.reader.insert(reader);
+        let len = reader.len();
+        if st.cursor.shipped >= len {
+            return Ok(());
+        }
+        let window = self.options.window.max(1);
+        let mut pending: VecDeque<(u64, PublishAckFuture)> = VecDeque::with_capacity(window);
+        let mut line = Vec::with_capacity(1024);
+        let mut seq = st.cursor.shipped;
+        while seq < len || !pending.is_empty() {
+            if seq < len && pending.len() < window {
+                let event = reader.get(seq)?;
+                line.clear();
+                {
+                    let mut w = JsonlWriter::new(&mut line);
+                    w.write_archived(event)
+                        .map_err(|e| Error::io("encode", format!("seq {seq}"), e))?;
+                }
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                let mut headers = HeaderMap::new();
+                headers.insert(HEADER_SESSION, id);
+                headers.insert(HEADER_SEQ, seq.to_string().as_str());
+                headers.insert(
+                    async_nats::header::NATS_MESSAGE_ID,
+                    format!("{id}:{seq}").as_str(),
+                );
+                let ack = self
+                    .js
+                    .publish_with_headers(events_subject(id), headers, line.clone().into())
+                    .await
+                    .map_err(|e| remote(format_args!("publish {id} seq {seq}"), e))?;
+                pending.push_back((seq, ack));
+                seq += 1;
+                continue;
+            }
+            if let Some((acked, ack)) = pending.pop_front() {
+                let ack = ack
+                    .await
+                    .map_err(|e| remote(format_args!("publish {id} seq {acked}"), e))?;
+                if ack.stream != self.options.stream {
+                    return Err(Error::Remote(format!(
+                        "{id} seq {acked} was stored by stream {}, not {}: another stream \
+                         takes subjects agentlog.>",
+                        ack.stream, self.options.stream
+                    )));
+                }
+                // Acknowledged: the cursor may move past it.
+                st.cursor.shipped = acked + 1;
+                report.shipped += 1;
+                if st.cursor.shipped - st.saved >= CURSOR_EVERY {
+                    st.cursor.save(&st.path)?;
+                    st.saved = st.cursor.shipped;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ships `sessions` and keeps shipping: new appends (looked for every 50 ms) and, with
+    /// [`Sessions::All`], new sessions, until `stop` completes. Metadata changes (title,
+    /// archive, delete) are shipped too. `on_ship` is called after each session's step that
+    /// shipped something.
+    pub async fn follow(
+        &self,
+        store: &Store,
+        sessions: Sessions,
+        stop: impl Future<Output = ()>,
+        mut on_ship: impl FnMut(&str, &ShipReport),
+    ) -> Result<()> {
+        let mut states: HashMap<String, Shipping> = HashMap::new();
+        tokio::pin!(stop);
+        loop {
+            let ids = match &sessions {
+                Sessions::All => store.ids(true)?,
+                Sessions::Ids(ids) => ids.clone(),
+            };
+            for id in ids {
+                let st = match states.entry(id.clone()) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(self.shipping(store, &id)?)
+                    }
+                };
+                let report = match self.ship_retrying(store, &id, st).await {
+                    Ok(r) => r,
+                    // A session removed (gc) meanwhile, or being created (its log is written
+                    // before its session.json): looked at again next time.
+                    Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => continue,
+                    Err(e) => return Err(e),
+                };
+                if report.shipped > 0 || report.meta {
+                    on_ship(&id, &report);
+                }
+            }
+            tokio::select! {
+                () = &mut stop => return Ok(()),
+                () = tokio::time::sleep(FOLLOW_POLL) => {}
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Restore
+
+    /// Restores session `id` from the stream into `store` (as `new_id` when given): the whole
+    /// session when it is not in the store, else the events it lacks and its current metadata.
+    pub async fn restore(
+        &self,
+        store: &Store,
+        id: &str,
+        new_id: Option<&str>,
+    ) -> Result<RestoreReport> {
+        let mut renames = HashMap::new();
+        if let Some(n) = new_id {
+            store.session_dir(n)?;
+            renames.insert(id.to_string(), n.to_string());
+        }
+        let reports = self
+            .restore_many(
+                store,
+                &Sessions::Ids(vec![id.to_string()]),
+                renames,
+                None::<std::future::Pending<()>>,
+                |_| {},
+            )
+            .await?;
+        reports
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::NotFound(format!("{id} (in stream {})", self.options.stream)))
+    }
+
+    /// Restores every session of the stream (see [`Remote::restore`]).
+    pub async fn restore_all(&self, store: &Store) -> Result<Vec<RestoreReport>> {
+        self.restore_many(
+            store,
+            &Sessions::All,
+            HashMap::new(),
+            None::<std::future::Pending<()>>,
+            |_| {},
+        )
+        .await
+    }
+
+    /// Restores `sessions` and keeps the store in step with the stream until `stop` completes:
+    /// new events and new sessions (with [`Sessions::All`]) are appended as they arrive.
+    /// `on_restore` is called after each message that changed the store.
+    pub async fn restore_follow(
+        &self,
+        store: &Store,
+        sessions: Sessions,
+        stop: impl Future<Output = ()>,
+        on_restore: impl FnMut(&RestoreReport),
+    ) -> Result<()> {
+        self.restore_many(store, &sessions, HashMap::new(), Some(stop), on_restore)
+            .await
+            .map(|_| ())
+    }
+
+    async fn restore_many<F: Future<Output = ()>>(
+        &self,
+        store: &Store,
+        sessions: &Sessions,
+        renames: HashMap<String, String>,
+        stop: Option<F>,
+        mut on_restore: impl FnMut(&RestoreReport),
+    ) -> Result<Vec<RestoreReport>> {
+        let follow = stop.is_some();
+        let filter = match sessions {
+            Sessions::Ids(ids) if ids.len() == 1 => {
+                format!("{SUBJECT_PREFIX}.{}.>", subject_token(&ids[0]))
+            }
+            _ => format!("{SUBJECT_PREFIX}.>"),
+        };
+        let mut restorer = Restorer {
+            store,
+            renames,
+            open: HashMap::new(),
+            lens: HashMap::new(),
+            waiting: HashMap::new(),
+            states: HashMap::new(),
+            checked: HashSet::new(),
+            reports: Vec::new(),
+        };
+        if !follow {
+            // Nothing to wait for when the stream holds nothing of these sessions.
+            let mut info = self
+                .stream
+                .info_builder()
+                .subjects(filter.clone())
+                .fetch()
+                .await
+                .map_err(|e| remote("stream info", e))?;
+            let mut any = false;
+            while let Some(item) = info.next().await {
+                let (_, n) = item.map_err(|e| remote("stream info", e))?;
+                any |= n > 0;
+            }
+            if !any {
+                return self.restore_missing(sessions, &restorer.renames, restorer.reports);
+            }
+        }
+        // A cluster that lost a server may take a while to place the consumer: retried.
+        let start = Instant::now();
+        let mut messages = loop {
+            let attempt = async {
+                self.stream
+                    .create_consumer(consumer::pull::OrderedConfig {
+                        filter_subject: filter.clone(),
+                        deliver_policy: consumer::DeliverPolicy::All,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?
+                    .messages()
+                    .await
+                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))
+            };
+            match attempt.await {
+                Ok(m) => break m,
+                Err(_) if start.elapsed() < self.options.retry_for => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let stop = async move {
+            match stop {
+                Some(s) => s.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(stop);
+        loop {
+            let next = tokio::select! {
+                () = &mut stop => break,
+                m = messages.next() => m,
+            };
+            let Some(message) = next else { break };
+            let message = message
+                .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?;
+            let pending = message
+                .info()
+                .map_err(|e| remote("a message without its stream info", e))?
+                .pending;
+            let id: Option<String> = message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(HEADER_SESSION))
+                .map(|v| v.as_str().to_string())
+                .filter(|id: &String| sessions.contains(id.as_str()));
+            if let Some(id) = id {
+                let is_meta = message.subject.ends_with(".meta");
+                let seq = message
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(HEADER_SEQ))
+                    .and_then(|v| v.as_str().parse::<u64>().ok());
+                let changed = restorer.apply(&id, is_meta, seq, &message.payload)?;
+                if let Some(i) = changed {
+                    on_restore(&restorer.reports[i]);
+                }
+            }
+            if pending == 0 {
+                // Caught up: the states the metadata gives hold now.
+                restorer.apply_states()?;
+                if !follow {
+                    break;
+                }
+            }
+        }
+        let renames = restorer.renames.clone();
+        let reports = restorer.finish()?;
+        if follow {
+            return Ok(reports);
+        }
+        self.restore_missing(sessions, &renames, reports)
+    }
+
+    /// Fails when a session asked for by id was not found in the stream.
+    fn restore_missing(
+        &self,
+        sessions: &Sessions,
+        renames: &HashMap<String, String>,
+        reports: Vec<RestoreReport>,
+    ) -> Result<Vec<RestoreReport>> {
+        if let Sessions::Ids(ids) = sessions {
+            for id in ids {
+                let local = renames.get(id).unwrap_or(id);
+                if !reports.iter().any(|r| &r.id == local) {
+                    return Err(Error::NotFound(format!(
+                        "{id} (no such session in stream {})",
+                        self.options.stream
+                    )));
+                }
+            }
+        }
+        Ok(reports)
+    }
+}
+
+/// Applies stream messages to a store.
+struct Restorer<'a> {
+    store: &'a Store,
+    renames: HashMap<String, String>,
+    /// Sessions open for appending, by local id.
+    open: HashMap<String, Session>,
+    /// The local length of the sessions met, by local id.
+    lens: HashMap<String, u64>,
+    /// Events that came before an earlier one (a publish repeated after a failure is stored
+    /// after the ones that followed it), by local id and seq: appended once their turn comes.
+    waiting: HashMap<String, BTreeMap<u64, Vec<u8>>>,
+    /// The state (active, archived, deleted) the stream's latest metadata gives, by local id:
+    /// applied once the events before it are in (an archived session refuses appends).
+    states: HashMap<String, SessionState>,
+    /// Local sessions found to match the stream's (by header) or created by this restore.
+    checked: HashSet<String>,
+    reports: Vec<RestoreReport>,
+}
+
+impl Restorer<'_> {
+    fn local_id(&self, id: &str) -> String {
+        self.renames
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    fn report_index(&mut self, local: &str) -> usize {
+        match self.reports.iter().position(|r| r.id == local) {
+            Some(i) => i,
+            None => {
+                self.reports.push(RestoreReport {
+                    id: local.to_string(),
+                    ..Default::default()
+                });
+                self.reports.len() - 1
+            }
+        }
+    }
+
+    fn options(&self) -> crate::session::SessionOptions {
+        let mut opts = self.store.config().session_options();
+        // The stream's seqs are kept: chunks are never dropped on restore.
+        opts.keep_raw_chunks = true;
+        opts
+    }
+
+    /// Applies one message; returns the index of the report it changed.
+    fn apply(
+        &mut self,
+        id: &str,
+        is_meta: bool,
+        seq: Option<u64>,
+        payload: &[u8],
+    ) -> Result<Option<usize>> {
+        let local = self.local_id(id);
+        let text = std::str::from_utf8(payload)
+            .map_err(|_| Error::Remote(format!("a message of session {id} is not UTF-8")))?;
+        if is_meta {
+            let meta = SessionMeta::from_json(text).map_err(|e| {
+                Error::Remote(format!("the metadata of session {id} in the stream: {e}"))
+            })?;
+            self.apply_meta(&local, meta)?;
+            return Ok(Some(self.report_index(&local)));
+        }
+        let seq = seq.ok_or_else(|| {
+            Error::Remote(format!(
+                "an event of session {id} without its {HEADER_SEQ} header"
+            ))
+        })?;
+        if !self.checked.contains(&local) {
+            return Err(Error::Remote(format!(
+                "events of session {id} came before its metadata (was it shipped by agentlog?)"
+            )));
+        }
+        let len = match self.lens.get(&local) {
+            Some(&len) => len,
+            None => {
+                let len = SessionReader::open(self.store.session_dir(&local)?)?.len();
+                self.lens.insert(local.clone(), len);
+                len
+            }
+        };
+        if seq < len {
+            // Restored already (or a repeat).
+            return Ok(None);
+        }
+        if seq > len {
+            self.waiting
+                .entry(local)
+                .or_default()
+                .insert(seq, payload.to_vec());
+            return Ok(None);
+        }
+        self.append(&local, id, seq, text)?;
+        let mut next = seq + 1;
+        while let Some(p) = self.waiting.get_mut(&local).and_then(|w| w.remove(&next)) {
+            let text = String::from_utf8(p)
+                .map_err(|_| Error::Remote(format!("a message of session {id} is not UTF-8")))?;
+            self.append(&local, id, next, &text)?;
+            next += 1;
+        }
+        Ok(Some(self.report_index(&local)))
+    }
+
+    /// Gives session `local` the state the stream's metadata gave it, if it differs.
+    fn apply_state(&mut self, local: &str) -> Result<()> {
+        let Some(state) = self.states.remove(local) else {
+            return Ok(());
+        };
+        let store = self.store;
+        let current = SessionMeta::load(&store.session_dir(local)?)?.state;
+        if current == state {
+            return Ok(());
+        }
+        // A change of state needs no writer open.
+        if let Some(session) = self.open.remove(local) {
+            session.close()?;
+        }
+        match state {
+            SessionState::Active => store.unarchive(local),
+            SessionState::Archived => store.archive(local),
+            SessionState::Deleted => store.delete(local),
+        }
+    }
+
+    /// Applies the states of every session met (the consumer caught up with the stream).
+    fn apply_states(&mut self) -> Result<()> {
+        let locals: Vec<String> = self.states.keys().cloned().collect();
+        for local in locals {
+            self.apply_state(&local)?;
+        }
+        Ok(())
+    }
+
+    /// Appends event `seq` (the next of the local log) to session `local`.
+    fn append(&mut self, local: &str, id: &str, seq: u64, text: &str) -> Result<()> {
+        if !self.open.contains_key(local) {
+            if self.states.get(local) == Some(&SessionState::Active) {
+                // Unarchived in the stream before this event was appended.
+                self.apply_state(local)?;
+            }
+            let (session, _) = Session::open(self.store.session_dir(local)?, self.options())?;
+            self.open.insert(local.to_string(), session);
+        }
+        let Some(session) = self.open.get(local) else {
+            return Ok(());
+        };
+        let event = parse_event_line(text)
+            .map_err(|e| Error::Remote(format!("session {id} seq {seq} in the stream: {e}")))?;
+        let time = event.time;
+        session.append_draft(Draft {
+            event,
+            seq: Some(seq),
+            time: Some(time),
+        })?;
+        self.lens.insert(local.to_string(), seq + 1);
+        let i = self.report_index(local);
+        let r = &mut self.reports[i];
+        r.restored += 1;
+        r.len = seq + 1;
+        Ok(())
+    }
+
+    fn apply_meta(&mut self, local: &str, meta: SessionMeta) -> Result<()> {
+        let store = self.store;
+        let dir = store.session_dir(local)?;
+        let exists = crate::session::is_session_dir(&dir)?;
+        let mut header = meta.to_header();
+        header.id = local.to_string();
+        if !exists {
+            let line = format!("{}\n", header.to_canonical_string());
+            store.import(
+                line.as_bytes(),
+                ImportOptions {
+                    id: Some(local.to_string()),
+                    title: None,
+                },
+                |_| {},
+            )?;
+            self.checked.insert(local.to_string());
+        } else if !self.checked.contains(local) {
+            let have = SessionMeta::load(&dir)?;
+            if have.created_at != meta.created_at {
+                return Err(Error::Exists(format!(
+                    "{local} (the local session is not the stream's: created at {}, the stream's at {})",
+                    have.created_at, meta.created_at
+                )));
+            }
+            self.checked.insert(local.to_string());
+        }
+        // The header members and config as the stream has them now.
+        let apply = |m: &mut SessionMeta| {
+            let state = m.state;
+            let store_extra = std::mem::take(&mut m.store_extra);
+            *m = SessionMeta::from_header(&header);
+            m.config = meta.config.clone();
+            m.state = state;
+            m.store_extra = store_extra;
+        };
+        let current = SessionMeta::load(&dir)?;
+        let mut wanted = current.clone();
+        apply(&mut wanted);
+        if wanted != current {
+            if let Some(session) = self.open.get(local) {
+                session.update_meta(apply)?;
+            } else {
+                wanted.save(&dir)?;
+            }
+        }
+        self.states.insert(local.to_string(), meta.state);
+        let i = self.report_index(local);
+        if self.reports[i].len == 0 {
+            self.reports[i].len = store.reader(local).map(|r| r.len()).unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<RestoreReport>> {
+        self.apply_states()?;
+        for (_, session) in self.open.drain() {
+            session.sync()?;
+            session.close()?;
+        }
+        for (local, waiting) in &self.waiting {
+            if let Some((&first, _)) = waiting.iter().next() {
+                let len = self.lens.get(local).copied().unwrap_or(0);
+                return Err(Error::Remote(format!(
+                    "session {local}: the stream lacks seq {len} (it holds seq {first} and \
+                     later): events are missing from the stream"
+                )));
+            }
+        }
+        Ok(self.reports)
+    }
+}
