@@ -3,7 +3,7 @@
 //!
 //! Each host keeps writing its sessions locally; [`Remote::ship`] publishes every event of a
 //! session, in seq order, to the subject `agentlog.<session>.events` of a JetStream stream, its
-//! payload the event's canonical JSON line (EVENTS.md §4, without the newline), with the headers
+//! payload the event's canonical JSON line (docs/events.md §4, without the newline), with the headers
 //! `Agentlog-Session`, `Agentlog-Seq` and `Nats-Msg-Id` = `<session>:<seq>` (JetStream drops a
 //! message whose id it has seen within its duplicate window). The session's metadata (its
 //! `session.json` object: header, state, config) goes to `agentlog.<session>.meta` whenever it
