@@ -220,23 +220,7 @@ impl Store {
         if dir.exists() {
             return Err(Error::Exists(id.to_string()));
         }
-        let sessions = self.root().join(super::SESSIONS_DIR);
-        let temp = sessions.join(temp_name(TEMP_PREFIX));
-        let value = match build(&temp) {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&temp);
-                return Err(e);
-            }
-        };
-        if dir.exists() {
-            let _ = std::fs::remove_dir_all(&temp);
-            return Err(Error::Exists(id.to_string()));
-        }
-        std::fs::rename(&temp, &dir).map_err(|e| {
-            let _ = std::fs::remove_dir_all(&temp);
-            Error::io("rename", &temp, e)
-        })?;
+        let value = self.build_and_rename(id, &dir, TEMP_PREFIX, build)?;
         self.subscribers
             .send(&[super::StoreNotice::Created(id.to_string())]);
         Ok(value)

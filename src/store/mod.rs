@@ -274,7 +274,26 @@ impl Store {
         // What imports and forks killed half-way left behind (best effort: a failure to remove
         // it does not stop this one; `gc` reports it).
         let _ = import::remove_leftovers(&sessions);
-        let temp = sessions.join(import::temp_name(prefix));
+        let value = self.build_and_rename(id, &dir, prefix, build)?;
+        std::fs::File::open(&sessions)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", &sessions, e))?;
+        self.subscribers
+            .send(&[StoreNotice::Created(id.to_string())]);
+        Ok(value)
+    }
+
+    /// The part of [`Store::build_session`] that every way of building a session shares: `build`
+    /// fills a hidden folder of the store, which is then renamed to `dir` (the session `id`'s
+    /// folder). A failure, or an id taken meanwhile, removes the hidden folder.
+    fn build_and_rename<T>(
+        &self,
+        id: &str,
+        dir: &Path,
+        prefix: &str,
+        build: impl FnOnce(&Path) -> Result<T>,
+    ) -> Result<T> {
+        let temp = self.root.join(SESSIONS_DIR).join(import::temp_name(prefix));
         let value = match build(&temp) {
             Ok(v) => v,
             Err(e) => {
@@ -286,15 +305,10 @@ impl Store {
             let _ = std::fs::remove_dir_all(&temp);
             return Err(Error::Exists(id.to_string()));
         }
-        std::fs::rename(&temp, &dir).map_err(|e| {
+        std::fs::rename(&temp, dir).map_err(|e| {
             let _ = std::fs::remove_dir_all(&temp);
             Error::io("rename", &temp, e)
         })?;
-        std::fs::File::open(&sessions)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io("sync directory", &sessions, e))?;
-        self.subscribers
-            .send(&[StoreNotice::Created(id.to_string())]);
         Ok(value)
     }
 
