@@ -1488,19 +1488,34 @@ fn new_session(
     })?;
     summary.created.push(id.clone());
     summary.bytes += lines.new_data.len() as u64;
-    if !sidechains.is_empty() {
-        let side: Vec<SrcLine<'_>> = sidechains
-            .iter()
-            .filter_map(|&i| lines.src.get(i))
-            .map(|l| SrcLine {
-                n: l.n,
-                bytes: l.bytes,
-                value: l.value.clone(),
-            })
-            .collect();
-        import_sidechains(store, &id, &side, path, shown, summary)?;
-    }
+    import_sidechains_of(store, &id, &lines.src, &sidechains, path, shown, summary)?;
     Ok(())
+}
+
+/// Imports the lines at `indexes` of `src` (the inline sidechains a build set aside) as the
+/// sidechain sessions of session `id`; nothing when there are none.
+fn import_sidechains_of(
+    store: &Store,
+    id: &str,
+    src: &[SrcLine<'_>],
+    indexes: &[usize],
+    path: &Path,
+    shown: &str,
+    summary: &mut Summary,
+) -> Result<()> {
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    let side: Vec<SrcLine<'_>> = indexes
+        .iter()
+        .filter_map(|&i| src.get(i))
+        .map(|l| SrcLine {
+            n: l.n,
+            bytes: l.bytes,
+            value: l.value.clone(),
+        })
+        .collect();
+    import_sidechains(store, id, &side, path, shown, summary)
 }
 
 /// Appends the lines a file got since its last import to its session. The events are synced
@@ -1547,18 +1562,7 @@ fn continue_session(
     lines.done(&mut state);
     save_state(session, &state)?;
     summary.updated.push(id.to_owned());
-    if !sidechains.is_empty() {
-        let side: Vec<SrcLine<'_>> = sidechains
-            .iter()
-            .filter_map(|&i| lines.src.get(i))
-            .map(|l| SrcLine {
-                n: l.n,
-                bytes: l.bytes,
-                value: l.value.clone(),
-            })
-            .collect();
-        import_sidechains(store, id, &side, path, shown, summary)?;
-    }
+    import_sidechains_of(store, id, &lines.src, &sidechains, path, shown, summary)?;
     summary.bytes += lines.new_data.len() as u64;
     Ok(())
 }
