@@ -329,11 +329,7 @@ fn colors_only_on_a_terminal_and_never_with_no_color() {
 fn an_endless_line_is_refused_by_import_and_append() {
     let cli = Cli::new();
     let id = cli.import_example("fix-typo", &[]);
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "max_event_size = \"1KiB\"\n",
-    )
-    .unwrap();
+    cli.configure("max_event_size = \"1KiB\"\n");
     let entries = cli.session_entries();
     let mut endless = fix_typo_lines()[..2].join("\n").into_bytes();
     endless.push(b'\n');
@@ -448,11 +444,7 @@ fn a_folder_that_is_not_a_session_is_named_as_such() {
 fn an_oversized_event_refused_at_import_names_its_line() {
     let cli = Cli::new();
     cli.import_example("fix-typo", &[]);
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "max_event_size = \"1KiB\"\n",
-    )
-    .unwrap();
+    cli.configure("max_event_size = \"1KiB\"\n");
     let mut lines = fix_typo_lines();
     lines[2] = lines[2].replace("Fix the typo", &"Fix the typo ".repeat(200));
     let run = cli.run_with(&["import", "-", "--id", "big"], &jsonl(&lines));

@@ -140,14 +140,8 @@ fn tail_follow_prints_what_another_process_appends() {
 
 #[test]
 fn verify_passes_clean_sessions_and_names_damage() {
-    let cli = Cli::new();
     // Small segments, so that the session has sealed segments and an active one.
-    std::fs::create_dir_all(cli.store()).unwrap();
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "segment_size = \"16KiB\"\n",
-    )
-    .unwrap();
+    let cli = Cli::with_config("segment_size = \"16KiB\"\n");
     cli.import_example("tools-and-approvals", &["--id", "t"]);
     cli.import_example("fix-typo", &["--id", "f"]);
     let run = cli.run(&["verify", "t"]);

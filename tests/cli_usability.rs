@@ -325,11 +325,7 @@ fn stats_and_verify_usage_errors_mention_all() {
 fn refusals_say_what_the_line_is_and_what_to_do() {
     let cli = Cli::new();
     cli.run(&["create", "--id", "s"]).ok();
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "max_event_size = \"1KiB\"\n",
-    )
-    .unwrap();
+    cli.configure("max_event_size = \"1KiB\"\n");
     let big = format!(
         r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"{}"}}]}}}}"#,
         "x".repeat(2000)

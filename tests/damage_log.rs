@@ -29,14 +29,7 @@ fn lines(from: usize, n: usize, size: usize) -> Vec<u8> {
 
 /// A store whose sessions roll segments every `segment` bytes.
 fn cli_with_segments(segment: &str) -> Cli {
-    let cli = Cli::new();
-    std::fs::create_dir_all(cli.store()).unwrap();
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        format!("segment_size = \"{segment}\"\n"),
-    )
-    .unwrap();
-    cli
+    Cli::with_config(&format!("segment_size = \"{segment}\"\n"))
 }
 
 /// A session `s` of `n` events, closed cleanly.

@@ -84,13 +84,7 @@ fn salvage_writes_every_valid_event_after_the_damage() {
 /// are every event after the damaged one.
 #[test]
 fn salvage_writes_the_events_of_moved_segments_too() {
-    let cli = Cli::new();
-    std::fs::create_dir_all(cli.store()).unwrap();
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "segment_size = \"16KiB\"\nmax_event_size = \"8KiB\"\n",
-    )
-    .unwrap();
+    let cli = Cli::with_config("segment_size = \"16KiB\"\nmax_event_size = \"8KiB\"\n");
     let id = cli.import_example("tools-and-approvals", &["--id", "t"]);
     let original = lines(cli.run(&["export", &id]).ok());
     let dir = cli.session_dir(&id);
@@ -125,13 +119,7 @@ fn salvage_writes_the_events_of_moved_segments_too() {
 /// found with the log's id and the base seq of its file name; nothing after the damage is lost.
 #[test]
 fn salvage_reads_a_segment_whose_header_is_damaged() {
-    let cli = Cli::new();
-    std::fs::create_dir_all(cli.store()).unwrap();
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "segment_size = \"16KiB\"\nmax_event_size = \"8KiB\"\n",
-    )
-    .unwrap();
+    let cli = Cli::with_config("segment_size = \"16KiB\"\nmax_event_size = \"8KiB\"\n");
     let id = cli.import_example("tools-and-approvals", &["--id", "t"]);
     let original = lines(cli.run(&["export", &id]).ok());
     let dir = cli.session_dir(&id);

@@ -14,13 +14,7 @@ fn mark_open(idx: &std::path::Path) {
 
 #[test]
 fn a_fork_past_an_unsealed_segment_holds_every_event_it_reports() {
-    let cli = Cli::new();
-    std::fs::create_dir_all(cli.store()).unwrap();
-    std::fs::write(
-        cli.store().join("agentlog.toml"),
-        "segment_size = \"4KiB\"\n",
-    )
-    .unwrap();
+    let cli = Cli::with_config("segment_size = \"4KiB\"\n");
     let mut lines = String::new();
     let text = "x".repeat(300);
     for turn in 1..=20u64 {

@@ -71,6 +71,21 @@ impl Cli {
         }
     }
 
+    /// A new store whose `agentlog.toml` is `toml`.
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn with_config(toml: &str) -> Cli {
+        let cli = Cli::new();
+        cli.configure(toml);
+        cli
+    }
+
+    /// Writes the store's `agentlog.toml` (creating the store's folder if needed).
+    #[allow(dead_code)]
+    pub fn configure(&self, toml: &str) {
+        std::fs::create_dir_all(self.store()).unwrap();
+        std::fs::write(self.store().join("agentlog.toml"), toml).unwrap();
+    }
+
     /// The store's root.
     pub fn store(&self) -> PathBuf {
         self.dir.path().join("store")
