@@ -545,31 +545,40 @@ fn codex_pre_envelope_file_with_crlf_imports_and_round_trips() {
     assert!(exported(&r) == std::fs::read(&file).unwrap());
 }
 
+/// A Codex `token_count` line with cumulative totals (`o` also picks its second).
+fn codex_token_count(i: u64, c: u64, o: u64) -> String {
+    format!(
+        r#"{{"timestamp":"2025-10-01T10:00:0{o}.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{i},"cached_input_tokens":{c},"output_tokens":{o},"reasoning_output_tokens":0,"total_tokens":{}}},"last_token_usage":null}},"rate_limits":null}}}}"#,
+        i + o
+    )
+}
+
+/// The first lines of a Codex rollout `id`: its `session_meta`, a turn started, the prompt "do it".
+fn codex_prelude(id: &str) -> Vec<String> {
+    vec![
+        format!(r#"{{"timestamp":"2025-10-01T10:00:00.000Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2025-10-01T10:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.50.0"}}}}"#),
+        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"1"}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"do it"}]}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"user_message","message":"do it"}}"#.to_string(),
+    ]
+}
+
 /// Codex token counts are cumulative: the usage put on each assistant message is the growth
 /// since the last one, so the sums equal the file's final totals (consecutive duplicates add
 /// nothing).
 #[test]
 fn codex_cumulative_token_counts_are_counted_once() {
     let dir = tempfile::tempdir().unwrap();
-    let tc = |i: u64, c: u64, o: u64| {
-        format!(
-            r#"{{"timestamp":"2025-10-01T10:00:0{o}.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{i},"cached_input_tokens":{c},"output_tokens":{o},"reasoning_output_tokens":0,"total_tokens":{}}},"last_token_usage":null}},"rate_limits":null}}}}"#,
-            i + o
-        )
-    };
-    let lines = [
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"session_meta","payload":{"id":"t1","timestamp":"2025-10-01T10:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.50.0"}}"#.to_string(),
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"1"}}"#.to_string(),
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"do it"}]}}"#.to_string(),
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"user_message","message":"do it"}}"#.to_string(),
+    let mut lines = codex_prelude("t1");
+    lines.extend([
         r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"false\"}","call_id":"c1"}}"#.to_string(),
-        tc(100, 40, 5),
-        tc(100, 40, 5),
+        codex_token_count(100, 40, 5),
+        codex_token_count(100, 40, 5),
         r#"{"timestamp":"2025-10-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":1}}"}}"#.to_string(),
         r#"{"timestamp":"2025-10-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"failed"}]}}"#.to_string(),
-        tc(250, 140, 9),
+        codex_token_count(250, 140, 9),
         r#"{"timestamp":"2025-10-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"1"}}"#.to_string(),
-    ];
+    ]);
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
     let file = write(dir.path(), "r.jsonl", &refs, "\n");
     let (store, id, _) = import_one(dir.path(), &file);
@@ -991,25 +1000,16 @@ fn claude_code_turn_split_across_runs_is_continued() {
 /// previous run's total was counted again and the sums exceeded the file's totals).
 #[test]
 fn codex_turn_split_across_runs_is_continued_and_totals_go_on() {
-    let tc = |i: u64, c: u64, o: u64| {
-        format!(
-            r#"{{"timestamp":"2025-10-01T10:00:0{o}.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{i},"cached_input_tokens":{c},"output_tokens":{o},"reasoning_output_tokens":0,"total_tokens":{}}},"last_token_usage":null}},"rate_limits":null}}}}"#,
-            i + o
-        )
-    };
-    let lines = [
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"session_meta","payload":{"id":"t2","timestamp":"2025-10-01T10:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.50.0"}}"#.to_string(),
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"1"}}"#.to_string(),
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"do it"}]}}"#.to_string(),
-        r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"user_message","message":"do it"}}"#.to_string(),
+    let mut lines = codex_prelude("t2");
+    lines.extend([
         r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}}"#.to_string(),
-        tc(100, 40, 5),
+        codex_token_count(100, 40, 5),
         // The first run ends here.
         r#"{"timestamp":"2025-10-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a b"}}"#.to_string(),
         r#"{"timestamp":"2025-10-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"two files"}]}}"#.to_string(),
-        tc(250, 140, 9),
+        codex_token_count(250, 140, 9),
         r#"{"timestamp":"2025-10-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"1"}}"#.to_string(),
-    ];
+    ]);
     let full = format!("{}\n", lines.join("\n"));
     for keep_open in [true, false] {
         let dir = tempfile::tempdir().unwrap();
