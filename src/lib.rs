@@ -16,7 +16,7 @@
 //! ```
 //! use agentlog::event::parse_draft_line;
 //! use agentlog::session::TurnState;
-//! use agentlog::store::{NewSession, Store};
+//! use agentlog::{NewSession, Store};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
@@ -68,3 +68,9 @@ pub mod ship;
 pub mod store;
 
 pub use error::{Error, Result};
+
+// The everyday types at the root: a program that appends to and reads sessions needs only
+// `use agentlog::{...}`; the modules hold the rest.
+pub use event::{Draft, Event, EventData};
+pub use session::{Session, SessionReader};
+pub use store::{NewSession, Store};
