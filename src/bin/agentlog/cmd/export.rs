@@ -100,8 +100,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
 }
 
 /// Writes `path` through a temporary file in the same directory, synced and renamed over it; the
-/// temporary file is removed when anything fails.
-fn write_atomically(
+/// temporary file is removed when anything fails (also `view`'s page).
+pub(crate) fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {

@@ -1,0 +1,181 @@
+//! `agentlog view` without a browser: where the page is written, that its embedded events are
+//! the session's canonical JSON (docs/events.md §4), its data elements, `--open`, and errors.
+
+mod browser_common;
+mod cli_common;
+
+use std::path::Path;
+
+use cli_common::{example, Cli, BIN, EXAMPLES};
+use serde_json::Value;
+
+/// The text of `<script type="application/json" id="ID">` in `html`.
+fn element<'a>(html: &'a str, id: &str) -> &'a str {
+    let open = format!("<script type=\"application/json\" id=\"{id}\">");
+    let start = html
+        .find(&open)
+        .unwrap_or_else(|| panic!("no element {id}"))
+        + open.len();
+    let len = html[start..].find("</script>").unwrap();
+    &html[start..start + len]
+}
+
+#[test]
+fn the_page_embeds_the_exported_events_and_the_stats() {
+    let cli = Cli::new();
+    for name in EXAMPLES {
+        let id = cli.import_example(name, &[]);
+        let out = cli.dir.path().join(format!("{name}.html"));
+        let said = cli.run(&["view", &id, "-o", out.to_str().unwrap()]);
+        assert!(
+            said.ok().starts_with(&format!("wrote {}", out.display())),
+            "{}",
+            said.stdout
+        );
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(
+            html.contains("default-src 'none'"),
+            "the page forbids every request"
+        );
+        let events = element(&html, "agentlog-events");
+        assert!(
+            !events.contains('<'),
+            "{name}: a raw '<' inside the script element"
+        );
+        let embedded: Vec<Value> = match browser_common::parse_line(events) {
+            Value::Array(a) => a,
+            other => panic!("{name}: not an array: {other}"),
+        };
+        let exported = cli.run(&["export", &id]);
+        let lines: Vec<&str> = exported.ok().lines().collect();
+        assert_eq!(embedded.len(), lines.len(), "{name}");
+        // Each embedded event is its canonical line (only '<' written \u003c).
+        for (text, line) in events
+            .trim_matches(['[', ']', '\n'])
+            .split(",\n")
+            .zip(&lines)
+        {
+            assert_eq!(text.replace("\\u003c", "<"), *line, "{name}");
+        }
+        for (v, line) in embedded.iter().zip(&lines) {
+            assert_eq!(v, &browser_common::parse_line(line));
+        }
+        let stats: Value = serde_json::from_str(element(&html, "agentlog-stats")).unwrap();
+        let want: Value = serde_json::from_str(cli.run(&["stats", &id, "--json"]).ok()).unwrap();
+        assert_eq!(stats, want);
+        let header: Value = serde_json::from_str(element(&html, "agentlog-session")).unwrap();
+        assert_eq!(header["id"], Value::String(id.clone()));
+        let pairs: Vec<(u64, u64)> =
+            serde_json::from_str(element(&html, "agentlog-pairs")).unwrap();
+        let results = embedded
+            .iter()
+            .filter(|e| e["type"] == "tool/result")
+            .count();
+        assert_eq!(
+            pairs.len(),
+            results,
+            "{name}: every result paired with its call"
+        );
+        for (call, result) in pairs {
+            assert_eq!(embedded[call as usize]["type"], "tool/call");
+            assert_eq!(embedded[result as usize]["type"], "tool/result");
+            assert!(call < result);
+        }
+    }
+}
+
+#[test]
+fn the_default_file_is_the_session_id_in_the_current_directory() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let cwd = tempfile::tempdir().unwrap();
+    let run = cli_common::finish(
+        cli.command(&["view", &id])
+            .current_dir(cwd.path())
+            .output()
+            .unwrap(),
+    );
+    run.ok();
+    let page = cwd.path().join(format!("{id}.html"));
+    assert!(page.is_file(), "{}", run.stdout);
+    let names: Vec<_> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+    // A session directory given as a path works too.
+    let out = cwd.path().join("by-path.html");
+    let dir = cli.session_dir(&id);
+    cli.run(&["view", dir.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .ok();
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&page).unwrap());
+}
+
+#[test]
+fn open_starts_the_browser_named_by_browser() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let record = cli.dir.path().join("opened.txt");
+    let script = cli.dir.path().join("browser.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > {}.tmp && mv {0}.tmp {0}\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = cli.dir.path().join("page.html");
+    let run = cli_common::finish(
+        cli.command(&["view", &id, "-o", out.to_str().unwrap(), "--open"])
+            .env("BROWSER", &script)
+            .output()
+            .unwrap(),
+    );
+    run.ok();
+    // The browser is not waited for.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !record.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the browser never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let opened = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(Path::new(&opened), out.canonicalize().unwrap());
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let dir = cli.dir.path().to_str().unwrap().to_string();
+    let err = cli.run(&["view", &id, "-o", &dir]).fails(1).to_string();
+    assert!(err.contains("is a directory"), "{err}");
+    let err = cli.run(&["view", "no-such-session"]).fails(1).to_string();
+    assert!(err.contains("no session"), "{err}");
+    let missing = cli.dir.path().join("missing/dir/page.html");
+    let err = cli
+        .run(&["view", &id, "-o", missing.to_str().unwrap()])
+        .fails(1)
+        .to_string();
+    assert!(err.contains("nothing was written"), "{err}");
+    let help = std::process::Command::new(BIN)
+        .args(["view", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for hook in [
+        "id=\"seq-SEQ\"",
+        "data-turn",
+        "agentlog-events",
+        "--open",
+        "docs/viewer.md",
+    ] {
+        assert!(help.contains(hook), "--help names {hook}");
+    }
+    let _ = example("fix-typo.jsonl");
+}
