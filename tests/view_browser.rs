@@ -510,6 +510,47 @@ fn a_75k_event_session_loads_and_its_links_resolve() {
     eprintln!(
         "75k-event page ({size} bytes): [response end, DOMContentLoaded end, first frame painted, script ms, elements, script steps] = {nav}"
     );
+    // The baseline, measured in the same run on the same data: the same file with a script
+    // that only parses the events (what any page embedding them must do). Printed, not
+    // asserted (timings belong in benches; the machine is shared).
+    let html = std::fs::read_to_string(&path).unwrap();
+    let cut = html.rfind("<script>\n").unwrap();
+    let baseline = cli.dir.path().join("baseline.html");
+    std::fs::write(
+        &baseline,
+        format!(
+            "{}<script>JSON.parse(document.getElementById('agentlog-events').textContent); \
+             requestAnimationFrame(() => setTimeout(() => {{ document.body.dataset.paintedAt = \
+             String(Math.round(performance.now())); }}, 0));</script></body></html>",
+            &html[..cut]
+        ),
+    )
+    .unwrap();
+    // Three rounds, the baseline and the viewer alternating; the medians.
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        for (file, into) in [(&baseline, &mut times.0), (&path, &mut times.1)] {
+            let p = browser.new_page();
+            browser.open(&p, &file_url(file), READY, Duration::from_secs(120));
+            into.push(
+                browser
+                    .eval(&p, "Number(document.body.dataset.paintedAt)")
+                    .as_f64()
+                    .unwrap(),
+            );
+            browser.close_page(p);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[1]
+    };
+    let (base_ms, view_ms) = (median(&mut times.0), median(&mut times.1));
+    eprintln!(
+        "75k-event page: first frame at {view_ms} ms (median of 3), baseline (parse only) \
+         {base_ms} ms: ratio {:.2}",
+        view_ms / base_ms.max(1.0)
+    );
     // Rendering what is visible: far fewer elements than events.
     assert!(nav[4].as_u64().unwrap() < 75_000, "{nav}");
     assert_eq!(rendered_turns(&mut browser, &page), turns_of(&events));
@@ -563,4 +604,40 @@ fn hostile_text_stays_text() {
     assert_eq!(v[2], json!(0));
     assert!(v[3].as_str().unwrap().starts_with(evil), "{v}");
     assert_quiet(&mut browser, &page, &path);
+}
+
+/// A link to an event (`page.html#seq-N`) opens the page there, the event rendered, on screen
+/// and marked, even inside a folded step of a later turn.
+#[test]
+fn a_link_to_an_event_opens_the_page_there() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let id = cli.import_example("tools-and-approvals", &[]);
+    let path = write_page(&cli, &id, "linked");
+    let events = events_of(&std::fs::read_to_string(example("tools-and-approvals.jsonl")).unwrap());
+    // The first call (a folded step) and the last event.
+    let call = events.iter().find(|e| e["type"] == "tool/call").unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    let last = events.len() as u64 - 1;
+    for seq in [call, last] {
+        let page = browser.new_page();
+        let url = format!("{}#seq-{seq}", file_url(&path));
+        browser.open(&page, &url, READY, Duration::from_secs(120));
+        let v = browser.eval(
+            &page,
+            &format!(
+                "(async () => {{ await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+                 const e = document.getElementById('seq-{seq}'); if (!e) return 'missing'; \
+                 const b = e.getBoundingClientRect(); \
+                 return [e.classList.contains('targeted'), b.top >= 0 && b.bottom <= innerHeight, \
+                 Math.round(document.getElementById('top').getBoundingClientRect().top)]; }})()"
+            ),
+        );
+        assert_eq!(v, json!([true, true, 0]), "{url}");
+        assert_quiet(&mut browser, &page, &path);
+        browser.close_page(page);
+    }
 }

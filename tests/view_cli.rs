@@ -179,3 +179,28 @@ fn errors_name_what_is_wrong() {
     }
     let _ = example("fix-typo.jsonl");
 }
+
+/// `-o` naming a device or a named pipe writes into it: the atomic rename of a regular file
+/// would replace it with a file (as root, `-o /dev/null` replaced the system's /dev/null).
+#[test]
+fn output_to_a_named_pipe_writes_into_it() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let fifo = cli.dir.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+    };
+    cli.run(&["view", &id, "-o", fifo.to_str().unwrap()]).ok();
+    // Checked first: a pipe replaced by a file leaves the reader waiting for a writer.
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_fifo(&kind),
+        "still a named pipe"
+    );
+    let page = String::from_utf8(reader.join().unwrap()).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
+}

@@ -476,14 +476,29 @@
     }
     if (matches && !g.items.some((it) => (typeof it === "number" ? shown(it) : it.seqs.some(shown)))) return null;
     const lastSeq = g.items.length ? hi(g.items[g.items.length - 1]) : g.start;
+    // Every turn has its section at once (the hook data-turn); its header and body are
+    // rendered when it comes near the screen.
     const sec = h("section", { class: "turn", "data-turn": g.turn, id: "turn-" + g.turn, tabindex: "-1" });
-    const det = h("details", { open: true, "data-lo": g.start, "data-hi": lastSeq },
-      h("summary", null, h("span", { class: "turn-title", text: "Turn " + g.turn }), " ", ...turnSummary(g)));
-    let rows = null;
-    const body = () => { if (!rows) rows = turnRows(g); return rows; };
-    det.append(lazy(g.start, lastSeq, estimate(body()), (el) => renderRows(el, body(), renderRow), "body"));
-    sec.append(det);
+    sec.append(lazy(g.start, lastSeq, turnEstimate(g), (el) => {
+      const det = h("details", { "data-lo": g.start, "data-hi": lastSeq },
+        h("summary", null, h("span", { class: "turn-title", text: "Turn " + g.turn }), " ", ...turnSummary(g)));
+      det.open = !g.closed;
+      const body = h("div", { class: "body" });
+      det.append(body);
+      det._fill = () => renderRows(body, turnRows(g), renderRow);
+      det.addEventListener("toggle", () => { g.closed = !det.open; if (det.open) fillFold(det); });
+      if (det.open) fillFold(det);
+      el.append(det);
+    }, "turn-body"));
     return sec;
+  }
+  // A turn's height before it is rendered, from its counts (no rows built).
+  function turnEstimate(g) {
+    if (matches) return 34 + estimate(turnRows(g));
+    if (g.closed) return 34;
+    let loose = 0, steps = 0, last = 0;
+    for (const it of g.items) if (typeof it === "number") loose++; else { steps++; last = it.seqs.length; }
+    return 34 + loose * ROW * 1.6 + (steps ? (steps - 1) * (ROW + 6) + last * ROW * 1.3 : 0);
   }
   const main = h("main", { id: "events" });
   function renderAll() {
