@@ -42,6 +42,11 @@ const JS: &str = include_str!("../view/page.js");
 /// The file is written atomically with mode 0600 (a session may hold secrets). See
 /// docs/viewer.md.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  agentlog view 01JABCDEF --open          writes ./01JABCDEF.html and opens it
+  agentlog view 01JABCDEF -o bug.html     to attach to a bug report
+  file:///path/to/bug.html#seq-42         (in a browser) the page at event 42")]
 pub struct Args {
     /// The session: an id in the store, or a session directory
     session: String,
