@@ -204,3 +204,40 @@ fn output_to_a_named_pipe_writes_into_it() {
     let page = String::from_utf8(reader.join().unwrap()).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
 }
+
+/// A `callId` used twice in a turn: each result answers the earliest unanswered call with that
+/// id (docs/events.md §5), in the page's pairs and in `show`'s `↳` lines.
+#[test]
+fn a_repeated_call_id_pairs_each_result_with_its_own_call() {
+    let cli = Cli::new();
+    let lines = [
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"tool/call","seq":2,"time":2,"data":{"turn":1,"step":1,"callId":"c","name":"bash","arguments":"{}"}}"#,
+        r#"{"type":"tool/result","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"bash","content":"x","isError":false},"callId":"c"}}"#,
+        r#"{"type":"step/end","seq":4,"time":4,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"step/start","seq":5,"time":5,"data":{"turn":1,"step":2}}"#,
+        r#"{"type":"tool/call","seq":6,"time":6,"data":{"turn":1,"step":2,"callId":"c","name":"grep","arguments":"{}"}}"#,
+        r#"{"type":"tool/result","seq":7,"time":7,"data":{"turn":1,"step":2,"message":{"role":"tool","toolName":"grep","content":"y","isError":false},"callId":"c"}}"#,
+        r#"{"type":"step/end","seq":8,"time":8,"data":{"turn":1,"step":2}}"#,
+        r#"{"type":"turn/end","seq":9,"time":9,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    ];
+    let src = cli.dir.path().join("repeated.jsonl");
+    std::fs::write(&src, lines.join("\n") + "\n").unwrap();
+    let id = cli
+        .run(&["import", src.to_str().unwrap()])
+        .ok()
+        .trim()
+        .to_string();
+    let out = cli.dir.path().join("repeated.html");
+    cli.run(&["view", &id, "-o", out.to_str().unwrap()]).ok();
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(element(&html, "agentlog-pairs"), "[[2,3],[6,7]]");
+    let show = cli.run(&["show", &id]);
+    let result7 = show
+        .ok()
+        .lines()
+        .find(|l| l.trim_start().starts_with("7 "))
+        .unwrap();
+    assert!(result7.contains("↳ c grep"), "{result7}");
+}
