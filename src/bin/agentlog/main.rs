@@ -81,6 +81,7 @@ enum Command {
     Gc(cmd::manage::GcArgs),
     Ship(cmd::ship::Args),
     Restore(cmd::restore::Args),
+    View(cmd::view::Args),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +111,7 @@ fn main() -> ExitCode {
         Command::Gc(a) => cmd::manage::run_gc(&ctx, a),
         Command::Ship(a) => cmd::ship::run(&ctx, a),
         Command::Restore(a) => cmd::restore::run(&ctx, a),
+        Command::View(a) => cmd::view::run(&ctx, a),
     };
     match result {
         Ok(code) => code,

@@ -100,11 +100,24 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
 }
 
 /// Writes `path` through a temporary file in the same directory, synced and renamed over it; the
-/// temporary file is removed when anything fails.
-fn write_atomically(
+/// temporary file is removed when anything fails (also `view`'s page). A path that exists and is
+/// not a regular file (`/dev/null`, a named pipe) is written in place: a rename would replace
+/// the device or pipe with a file.
+pub(crate) fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| anyhow!("cannot open {}: {e}", path.display()))?;
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        write(&mut out)?;
+        out.into_inner()
+            .map_err(|e| anyhow!("cannot write {}: {}", path.display(), e.error()))?;
+        return Ok(());
+    }
     let name = path
         .file_name()
         .ok_or_else(|| anyhow!("cannot write {}: not a file name", path.display()))?;

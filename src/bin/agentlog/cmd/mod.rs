@@ -18,6 +18,7 @@ pub mod show;
 pub mod stats;
 pub mod status;
 pub mod verify;
+pub mod view;
 
 use std::io::Write;
 

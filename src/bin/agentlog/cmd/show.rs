@@ -236,26 +236,26 @@ struct Call {
 
 /// Where an event stands, and what it pairs with.
 #[derive(Debug, Default)]
-struct Placed {
+pub(crate) struct Placed {
     depth: usize,
     /// The turn the event belongs to (turn/start and turn/end included).
     turn: Option<u64>,
     /// For a tool result: the call it answers (id, tool name, the call's seq).
-    answers: Option<(String, String, Option<u64>)>,
+    pub(crate) answers: Option<(String, String, Option<u64>)>,
     /// For step/end and turn/end: calls left without a result (id, tool name).
     unanswered: Vec<(String, String)>,
 }
 
-/// The open turn, step and calls, as events go by.
+/// The open turn, step and calls, as events go by (also `view`'s call/result pairs).
 #[derive(Debug, Default)]
-struct Layout {
+pub(crate) struct Layout {
     turn: Option<u64>,
     step: Option<u64>,
     calls: Vec<Call>,
 }
 
 /// The types that change the layout; the others only need their depth.
-fn shapes_layout(t: Option<EventType>) -> bool {
+pub(crate) fn shapes_layout(t: Option<EventType>) -> bool {
     matches!(
         t,
         Some(
@@ -278,7 +278,7 @@ impl Layout {
         }
     }
 
-    fn observe(&mut self, e: &Event) -> Placed {
+    pub(crate) fn observe(&mut self, e: &Event) -> Placed {
         let mut placed = Placed {
             depth: self.depth(),
             turn: self.turn,
@@ -324,7 +324,9 @@ impl Layout {
                     .as_ref()
                     .and_then(|s| s.first().copied());
                 let found = match (by_id, source) {
-                    (Some(id), _) => self.calls.iter().position(|c| &c.id == id),
+                    // The earliest unanswered call with that id (ids may repeat in a turn:
+                    // docs/events.md §5).
+                    (Some(id), _) => self.calls.iter().position(|c| !c.answered && &c.id == id),
                     (None, Some(src)) => self.calls.iter().position(|c| c.seq == src),
                     (None, None) => None,
                 }
@@ -398,7 +400,7 @@ fn survey(reader: &SessionReader, target: &Target) -> Result<Known> {
     })
 }
 
-fn decode(event: &agentlog::event::ArchivedEvent, target: &Target) -> Result<Event> {
+pub(crate) fn decode(event: &agentlog::event::ArchivedEvent, target: &Target) -> Result<Event> {
     decode_event(event).map_err(|source| {
         target.error(agentlog::Error::Archive {
             seq: Some(event.seq()),
