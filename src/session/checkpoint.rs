@@ -1,8 +1,9 @@
 //! Checkpoints: everything the session layer derives from a log (lifecycle bookkeeping and turn
 //! state, statistics counters, the projection's frozen messages and call tables), written to
 //! `CHECKPOINT` beside the segments at segment seals and clean closes, so that opening a session,
-//! `status` and `derive` replay only the events after it (`stats` replays everything: it reads
-//! every record, so damage is named; its counters are kept for a later use).
+//! `status`, `derive` and `stats` replay only the events after it (`stats` still checks the
+//! checksum of every record it covers, so damage is named). A restored projection reads no
+//! message: its frozen prefix builds each message from the log on first use (docs/design.md).
 //!
 //! A checkpoint is a cache, never the truth: it names the log it was derived from (the log id),
 //! the number of events it covers and the crc32 of the payload of the last one. One whose log id,
