@@ -125,6 +125,198 @@ pub(crate) fn block_value(block: &Block) -> Value {
     text_to_value(out)
 }
 
+/// Where the messages of a frozen prefix come from (a checkpoint's node table and the log):
+/// each one is built the first time it is read.
+pub(crate) trait FrozenSource: Send + Sync {
+    /// The number of messages.
+    fn len(&self) -> usize;
+    /// The seq of the event message `i` is projected from (the node's identity) and a tool
+    /// result's resolved `toolUseId`, without building the message. `i < len()`.
+    fn entry(&self, i: usize) -> (u64, Option<&str>);
+    /// Builds message `i` (`i < len()`). Never fails: a message whose event cannot be read
+    /// (the log was damaged after the checkpoint was written) is a stand-in system message
+    /// that says so.
+    fn load(&self, i: usize) -> Message;
+}
+
+/// Messages built on first use, in chunks: the cells of a chunk are allocated when one of its
+/// messages is first read, so a frozen prefix costs O(len / CHUNK) to set up.
+const CHUNK: usize = 1024;
+
+/// One chunk of a frozen prefix: a cell per message, filled on first use.
+type Chunk = Box<[std::sync::OnceLock<Arc<Message>>]>;
+
+/// A frozen prefix of the surface: messages read lazily from a [`FrozenSource`].
+pub(crate) struct Frozen {
+    source: Box<dyn FrozenSource>,
+    chunks: Box<[std::sync::OnceLock<Chunk>]>,
+}
+
+impl Frozen {
+    pub(crate) fn new(source: Box<dyn FrozenSource>) -> Frozen {
+        let n = source.len().div_ceil(CHUNK);
+        Frozen {
+            source,
+            chunks: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.source.len()
+    }
+
+    pub(crate) fn entry(&self, i: usize) -> (u64, Option<&str>) {
+        self.source.entry(i)
+    }
+
+    /// Message `i` (`None` past the end), built on first use.
+    fn get(&self, i: usize) -> Option<&Arc<Message>> {
+        if i >= self.len() {
+            return None;
+        }
+        let c = i / CHUNK;
+        let chunk = self.chunks.get(c)?.get_or_init(|| {
+            let n = CHUNK.min(self.len() - c * CHUNK);
+            (0..n).map(|_| std::sync::OnceLock::new()).collect()
+        });
+        Some(
+            chunk
+                .get(i % CHUNK)?
+                .get_or_init(|| Arc::new(self.source.load(i))),
+        )
+    }
+}
+
+impl fmt::Debug for Frozen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Frozen({} messages)", self.len())
+    }
+}
+
+/// The surface: a frozen prefix (the first `frozen_len` messages of a checkpoint's table, built
+/// on first use) followed by a persistent vector of messages.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Surface {
+    frozen: Option<Arc<Frozen>>,
+    frozen_len: usize,
+    tail: imbl::Vector<Arc<Message>>,
+}
+
+impl Surface {
+    /// A surface whose messages are all frozen.
+    pub(crate) fn frozen(frozen: Frozen) -> Surface {
+        Surface {
+            frozen_len: frozen.len(),
+            frozen: Some(Arc::new(frozen)),
+            tail: imbl::Vector::new(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.frozen_len + self.tail.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn frozen_ref(&self) -> Option<&Frozen> {
+        self.frozen.as_deref()
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<&Arc<Message>> {
+        if i < self.frozen_len {
+            self.frozen_ref()?.get(i)
+        } else {
+            self.tail.get(i - self.frozen_len)
+        }
+    }
+
+    /// The seq and a tool result's `toolUseId` of node `i`, without building a frozen message.
+    pub(crate) fn entry(&self, i: usize) -> Option<(u64, Option<&str>)> {
+        if i < self.frozen_len {
+            return self.frozen_ref().map(|f| f.entry(i));
+        }
+        let m = self.tail.get(i - self.frozen_len)?;
+        let id = match m.content.as_slice() {
+            [Block::ToolResult { tool_use_id, .. }] => Some(tool_use_id.as_str()),
+            _ => None,
+        };
+        Some((m.source_seq, id))
+    }
+
+    /// The seqs of the nodes, in order (frozen ones without building their messages).
+    pub(crate) fn seqs(&self) -> impl Iterator<Item = u64> + '_ {
+        let frozen = self.frozen_ref();
+        (0..self.frozen_len)
+            .filter_map(move |i| frozen.map(|f| f.entry(i).0))
+            .chain(self.tail.iter().map(|m| m.source_seq))
+    }
+
+    pub(crate) fn push_back(&mut self, m: Arc<Message>) {
+        self.tail.push_back(m);
+    }
+
+    /// Replaces the nodes at positions `start..=end` (`start <= end < len`) by `m`. Frozen
+    /// nodes after the run are built (a replace inside the frozen prefix is rare: compactions).
+    pub(crate) fn replace(&mut self, start: usize, end: usize, m: Arc<Message>) {
+        if start >= self.frozen_len {
+            let (s, e) = (start - self.frozen_len, end - self.frozen_len);
+            let mut run = self.tail.split_off(s);
+            let after = run.split_off((e - s + 1).min(run.len()));
+            self.tail.push_back(m);
+            self.tail.append(after);
+            return;
+        }
+        let mut next = imbl::Vector::new();
+        next.push_back(m);
+        if end < self.frozen_len {
+            if let Some(f) = self.frozen_ref() {
+                for i in end + 1..self.frozen_len {
+                    if let Some(m) = f.get(i) {
+                        next.push_back(Arc::clone(m));
+                    }
+                }
+            }
+            next.append(std::mem::take(&mut self.tail));
+        } else {
+            let e = end - self.frozen_len;
+            let after = self.tail.split_off((e + 1).min(self.tail.len()));
+            next.append(after);
+        }
+        self.tail = next;
+        self.frozen_len = start;
+        if start == 0 {
+            self.frozen = None;
+        }
+    }
+
+    fn last(&self) -> Option<&Arc<Message>> {
+        match self.tail.last() {
+            Some(m) => Some(m),
+            None => self.frozen_len.checked_sub(1).and_then(|i| self.get(i)),
+        }
+    }
+
+    fn ptr_eq(&self, other: &Self) -> bool {
+        let frozen = match (&self.frozen, &other.frozen) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        frozen && self.frozen_len == other.frozen_len && self.tail.ptr_eq(&other.tail)
+    }
+
+    pub(crate) fn iter(&self) -> Iter<'_> {
+        Iter {
+            frozen: self.frozen_ref(),
+            front: 0,
+            back: self.frozen_len,
+            tail: self.tail.iter(),
+        }
+    }
+}
+
 /// A frozen model-visible history: an immutable, shared list of [`Message`]s.
 ///
 /// A persistent vector underneath: cloning is O(1) and shares every message; a projector that
@@ -132,12 +324,18 @@ pub(crate) fn block_value(block: &Block) -> Value {
 /// (`source_seq` included); [`check_request`](super::check_request) compares role and content
 /// only.
 ///
+/// A history restored from a session's checkpoint (docs/design.md) reads the messages before
+/// the checkpoint lazily: each is decoded from its event in the log the first time it is read
+/// (`get`, `iter`, `to_value`, …), so restoring costs the same at any length. Should that event
+/// no longer be readable (the log was damaged after the checkpoint was written), the message
+/// is a `system` message whose text starts with `agentlog:` and names the seq and the error.
+///
 /// It also knows the `callId`s of the tool calls whose step ended without a result
 /// ([`Messages::closed_unanswered`]): the renderings give those the synthetic error result of
 /// docs/events.md §7; the neutral projection shows them as recorded.
 #[derive(Clone, Default)]
 pub struct Messages(
-    pub(crate) imbl::Vector<Arc<Message>>,
+    pub(crate) Surface,
     pub(crate) imbl::OrdMap<u64, Arc<str>>,
     /// The calls unanswered in a step still open (in flight): seq → callId.
     pub(crate) imbl::OrdMap<u64, Arc<str>>,
@@ -171,7 +369,7 @@ impl Messages {
 
     /// The messages in order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter(self.0.iter())
+        self.0.iter()
     }
 
     /// A copy of the messages as a plain vector (O(n), clones every message).
@@ -237,7 +435,7 @@ impl fmt::Display for Messages {
 impl PartialEq for Messages {
     fn eq(&self, other: &Self) -> bool {
         self.ptr_eq(other)
-            || (self.len() == other.len() && self.0.iter().zip(other.0.iter()).all(|(a, b)| a == b))
+            || (self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b))
     }
 }
 
@@ -246,7 +444,10 @@ impl Eq for Messages {}
 impl FromIterator<Message> for Messages {
     fn from_iter<I: IntoIterator<Item = Message>>(iter: I) -> Self {
         Self(
-            iter.into_iter().map(Arc::new).collect(),
+            Surface {
+                tail: iter.into_iter().map(Arc::new).collect(),
+                ..Surface::default()
+            },
             imbl::OrdMap::new(),
             imbl::OrdMap::new(),
         )
@@ -270,23 +471,46 @@ impl<'a> IntoIterator for &'a Messages {
 
 /// The messages of a [`Messages`], in order.
 #[derive(Clone)]
-pub struct Iter<'a>(imbl::vector::Iter<'a, Arc<Message>, imbl::shared_ptr::DefaultSharedPtr>);
+pub struct Iter<'a> {
+    frozen: Option<&'a Frozen>,
+    /// The frozen messages not yet handed out: `front..back`.
+    front: usize,
+    back: usize,
+    tail: imbl::vector::Iter<'a, Arc<Message>, imbl::shared_ptr::DefaultSharedPtr>,
+}
 
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a Message;
 
     fn next(&mut self) -> Option<&'a Message> {
-        self.0.next().map(|m| &**m)
+        while self.front < self.back {
+            let i = self.front;
+            self.front += 1;
+            if let Some(m) = self.frozen.and_then(|f| f.get(i)) {
+                return Some(m);
+            }
+        }
+        self.tail.next().map(|m| &**m)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
+        let n = self.back - self.front + self.tail.len();
+        (n, Some(n))
     }
 }
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.0.next_back().map(|m| &**m)
+        if let Some(m) = self.tail.next_back() {
+            return Some(m);
+        }
+        while self.back > self.front {
+            self.back -= 1;
+            if let Some(m) = self.frozen.and_then(|f| f.get(self.back)) {
+                return Some(m);
+            }
+        }
+        None
     }
 }
 

@@ -99,9 +99,10 @@ mod render;
 
 pub use check::{check_rendered, check_request, Divergence};
 pub use error::{ProjectError, RangeEnd};
+pub(crate) use message::{Frozen, FrozenSource};
 pub use message::{Iter, Message, Messages, Role};
-pub(crate) use projector::node_message;
 pub use projector::{derive, derive_at, Projector, ToolCallInfo};
+pub(crate) use projector::{node_message, NodeTable, NODE_ENTRY};
 pub use render::{
     render, render_anthropic, render_openai, Format, UnknownFormat, HISTORY_START, OUTCOME_UNKNOWN,
 };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::event::{Block, Event, EventData, Map, Opt, SurfaceOp, ToolCall, ToolResult};
 
 use super::error::{ProjectError, RangeEnd};
-use super::message::{Message, Messages, Role};
+use super::message::{Frozen, Message, Messages, Role, Surface};
 
 /// A `tool/call` the projector has seen, and whether a `tool/result` answered it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,8 +47,8 @@ pub struct ToolCallInfo {
 /// the answered calls are shared.
 #[derive(Clone, Debug, Default)]
 pub struct Projector {
-    /// The surface, in order.
-    surface: imbl::Vector<Arc<Message>>,
+    /// The surface, in order (a prefix restored from a checkpoint is built lazily).
+    surface: Surface,
     /// The unanswered calls, by seq.
     open: BTreeMap<u64, ToolCallInfo>,
     /// The seqs of the unanswered calls by turn and callId: a result answers a call of its own
@@ -223,7 +223,7 @@ impl Projector {
     /// The surface position of the node of event `seq`, if it is a current node (nameable by a
     /// replace). Scans the surface: O(n).
     pub fn node_index(&self, seq: u64) -> Option<usize> {
-        self.surface.iter().position(|node| node.source_seq == seq)
+        self.surface.seqs().position(|s| s == seq)
     }
 
     /// The `tool/call` event `seq`, if one was applied. O(log calls).
@@ -424,11 +424,11 @@ impl Projector {
         let (mut start, mut end) = (None, None);
         // A node's seq is below the replacing event's: a later seq is refused without a scan.
         if start_seq < seq || end_seq < seq {
-            for (i, node) in self.surface.iter().enumerate() {
-                if node.source_seq == start_seq {
+            for (i, node_seq) in self.surface.seqs().enumerate() {
+                if node_seq == start_seq {
                     start = Some(i);
                 }
-                if node.source_seq == end_seq {
+                if node_seq == end_seq {
                     end = Some(i);
                 }
                 if start.is_some() && end.is_some() {
@@ -462,12 +462,7 @@ impl Projector {
     fn place(&mut self, message: Arc<Message>, place: Place) {
         match place {
             Place::Append => self.surface.push_back(message),
-            Place::Replace { start, end } => {
-                let mut run = self.surface.split_off(start);
-                let tail = run.split_off(end - start + 1);
-                self.surface.push_back(message);
-                self.surface.append(tail);
-            }
+            Place::Replace { start, end } => self.surface.replace(start, end, message),
         }
     }
 
@@ -602,8 +597,20 @@ pub(crate) fn node_message(event: &Event, tool_use_id: Option<&str>) -> Option<M
 
 use crate::session::checkpoint::{Bad, Dec, Enc};
 
-/// Builds the message of the event at a seq (with a tool result's `toolUseId`).
-pub(crate) type NodeFn<'a> = dyn FnMut(u64, Option<&str>) -> Result<Message, Bad> + 'a;
+/// Where a checkpoint's node table lies in its projection section: `n` entries of
+/// [`NODE_ENTRY`] bytes (seq u64, offset u32 and length u32 of the `toolUseId` in the id area,
+/// length `u32::MAX` for none) at `entries`, the id area at `ids`.
+pub(crate) struct NodeTable {
+    pub n: usize,
+    pub entries: std::ops::Range<usize>,
+    pub ids: std::ops::Range<usize>,
+}
+
+/// The bytes of one node table entry.
+pub(crate) const NODE_ENTRY: usize = 16;
+
+/// Makes the frozen prefix of a restored surface from its node table.
+pub(crate) type FrozenFn<'a> = dyn FnMut(NodeTable) -> Result<Frozen, Bad> + 'a;
 
 fn encode_call(c: &ToolCallInfo, e: &mut Enc) {
     e.u64(c.seq);
@@ -656,20 +663,36 @@ impl Projector {
     }
 
     /// The projection as checkpoint bytes: each surface node by the seq of its event (and a
-    /// tool result's resolved `toolUseId`), not its content, which the log holds.
-    pub(crate) fn encode_state(&self, e: &mut Enc) {
+    /// tool result's resolved `toolUseId`), not its content, which the log holds; in a table of
+    /// fixed-size entries, so a restored surface reads message `i` without reading the others.
+    /// `None` when the ids do not fit 32-bit offsets (no checkpoint is written).
+    pub(crate) fn encode_state(&self, e: &mut Enc) -> Option<()> {
         e.opt_u64(self.last_seq);
-        e.u64(self.surface.len() as u64);
-        for node in &self.surface {
-            e.u64(node.source_seq);
-            match node.content.as_slice() {
-                [Block::ToolResult { tool_use_id, .. }] => {
-                    e.u8(1);
-                    e.str(tool_use_id);
+        let n = self.surface.len();
+        let mut ids: Vec<u8> = Vec::new();
+        let mut table: Vec<u8> = Vec::with_capacity(n * NODE_ENTRY);
+        for i in 0..n {
+            let (seq, id) = self.surface.entry(i)?;
+            table.extend_from_slice(&seq.to_le_bytes());
+            match id {
+                Some(id) => {
+                    let off = u32::try_from(ids.len()).ok()?;
+                    let len = u32::try_from(id.len()).ok().filter(|&l| l != u32::MAX)?;
+                    table.extend_from_slice(&off.to_le_bytes());
+                    table.extend_from_slice(&len.to_le_bytes());
+                    ids.extend_from_slice(id.as_bytes());
                 }
-                _ => e.u8(0),
+                None => {
+                    table.extend_from_slice(&0u32.to_le_bytes());
+                    table.extend_from_slice(&u32::MAX.to_le_bytes());
+                }
             }
         }
+        u32::try_from(ids.len()).ok()?;
+        e.u64(n as u64);
+        e.u64(ids.len() as u64);
+        e.0.extend_from_slice(&table);
+        e.0.extend_from_slice(&ids);
         e.u64(self.open.len() as u64);
         for c in self.open.values() {
             encode_call(c, e);
@@ -683,24 +706,32 @@ impl Projector {
             e.u64(*seq);
             e.str(id);
         }
+        Some(())
     }
 
-    /// The projection [`encode_state`](Self::encode_state) wrote; `node` builds the message of
-    /// the event at a seq (with a tool result's `toolUseId`).
-    pub(crate) fn decode_state(d: &mut Dec<'_>, node: &mut NodeFn<'_>) -> Result<Projector, Bad> {
+    /// The projection [`encode_state`](Self::encode_state) wrote; `frozen` makes the lazily
+    /// built prefix of the surface from the node table (no message is read here).
+    pub(crate) fn decode_state(
+        d: &mut Dec<'_>,
+        frozen: &mut FrozenFn<'_>,
+    ) -> Result<Projector, Bad> {
         let mut p = Projector {
             last_seq: d.opt_u64()?,
             ..Projector::default()
         };
-        let n = d.count(9)?;
-        for _ in 0..n {
-            let seq = d.u64()?;
-            let id = match d.u8()? {
-                0 => None,
-                1 => Some(d.str()?),
-                t => return Err(format!("a node tag of {t}")),
-            };
-            p.surface.push_back(Arc::new(node(seq, id)?));
+        let n = d.count(NODE_ENTRY)?;
+        let ids_len = d.u64()?;
+        let start = d.pos();
+        d.skip(n * NODE_ENTRY)?;
+        let ids_start = d.pos();
+        let ids_len = usize::try_from(ids_len).map_err(|_| "an id area too long".to_string())?;
+        d.skip(ids_len)?;
+        if n > 0 {
+            p.surface = Surface::frozen(frozen(NodeTable {
+                n,
+                entries: start..ids_start,
+                ids: ids_start..ids_start + ids_len,
+            })?);
         }
         let n = d.count(41)?;
         for _ in 0..n {

@@ -1,8 +1,9 @@
 //! Checkpoints: everything the session layer derives from a log (lifecycle bookkeeping and turn
 //! state, statistics counters, the projection's frozen messages and call tables), written to
 //! `CHECKPOINT` beside the segments at segment seals and clean closes, so that opening a session,
-//! `status` and `derive` replay only the events after it (`stats` replays everything: it reads
-//! every record, so damage is named; its counters are kept for a later use).
+//! `status`, `derive` and `stats` replay only the events after it (`stats` still checks the
+//! checksum of every record it covers, so damage is named). A restored projection reads no
+//! message: its frozen prefix builds each message from the log on first use (docs/design.md).
 //!
 //! A checkpoint is a cache, never the truth: it names the log it was derived from (the log id),
 //! the number of events it covers and the crc32 of the payload of the last one. One whose log id,
@@ -15,7 +16,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `AGLOGCKP` |
-//! | 8 | 2 | format version (1) |
+//! | 8 | 2 | format version (2) |
 //! | 10 | 2 | header size (64) |
 //! | 12 | 4 | reserved, zero |
 //! | 16 | 16 | log id |
@@ -29,11 +30,13 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::event::Block;
 use crate::event::{access_event, decode_event, ArchivedEvent, ReasonKind};
 use crate::log::{LogId, LogReader};
-use crate::project::{Message, Projector};
+use crate::project::{Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY};
 
 use super::facts::Facts;
 use super::lifecycle::{Lifecycle, LifecycleError};
@@ -48,7 +51,9 @@ pub const CHECKPOINT_FILE: &str = "CHECKPOINT";
 pub const CHECKPOINT_TMP_PREFIX: &str = "CHECKPOINT.tmp";
 
 const MAGIC: [u8; 8] = *b"AGLOGCKP";
-const VERSION: u16 = 1;
+/// Version 2: the projection's nodes in a table of fixed-size entries (read lazily). A
+/// checkpoint of another version is ignored (rebuilt by the next writer): it is a cache.
+const VERSION: u16 = 2;
 const HEADER: usize = 64;
 /// A checkpoint larger than this is not read (it is derived state, not data).
 const MAX_BODY: u64 = 1 << 32;
@@ -178,6 +183,14 @@ impl<'a> Dec<'a> {
     pub(crate) fn string(&mut self) -> std::result::Result<String, Bad> {
         self.str().map(str::to_string)
     }
+    /// The position in the bytes.
+    pub(crate) fn pos(&self) -> usize {
+        self.at
+    }
+    /// Skips `n` bytes.
+    pub(crate) fn skip(&mut self, n: usize) -> std::result::Result<(), Bad> {
+        self.take(n).map(drop)
+    }
     pub(crate) fn end(&self) -> std::result::Result<(), Bad> {
         if self.at == self.b.len() {
             Ok(())
@@ -296,8 +309,9 @@ impl Derived {
         Ok(())
     }
 
-    /// The three sections' bytes.
-    fn encode_sections(&self) -> [Vec<u8>; 3] {
+    /// The three sections' bytes (`None`: the projection does not fit the format's 32-bit
+    /// offsets; no checkpoint is written).
+    fn encode_sections(&self) -> Option<[Vec<u8>; 3]> {
         let mut l = Enc::default();
         l.u64(self.len);
         l.i64(self.last_time);
@@ -316,8 +330,8 @@ impl Derived {
                 p.str(e);
             }
         }
-        self.projector.encode_state(&mut p);
-        [l.0, s.0, p.0]
+        self.projector.encode_state(&mut p)?;
+        Some([l.0, s.0, p.0])
     }
 }
 
@@ -327,7 +341,8 @@ impl Derived {
 /// A checkpoint file read and checked against its log: its sections not decoded yet.
 pub(crate) struct Stored {
     pub covers: u64,
-    body: Vec<u8>,
+    /// Shared with the lazily built messages of a restored projection (their node table).
+    body: Arc<[u8]>,
     sections: [std::ops::Range<usize>; 3],
 }
 
@@ -444,7 +459,7 @@ fn check(bytes: &[u8], log: &LogReader) -> std::result::Result<Stored, Bad> {
     }
     Ok(Stored {
         covers,
-        body: body.to_vec(),
+        body: Arc::from(body),
         sections,
     })
 }
@@ -477,7 +492,8 @@ impl Stored {
         Ok((lifecycle, last_time, violations))
     }
 
-    /// The projection, its frozen messages read from `log` (each node names its event by seq).
+    /// The projection; its frozen messages are read from `log` when first used (each node
+    /// names its event by seq).
     pub(crate) fn projector(
         &self,
         log: &LogReader,
@@ -488,17 +504,18 @@ impl Stored {
             1 => Some(d.string()?),
             t => return Err(format!("a projection error tag of {t}")),
         };
-        let mut node = |seq: u64, tool_use_id: Option<&str>| -> std::result::Result<Message, Bad> {
-            if seq >= self.covers {
-                return Err(format!("a message of seq {seq}, past what it covers"));
-            }
-            let rec = log.get(seq).map_err(|e| e.to_string())?;
-            let event = access_event(rec.payload).map_err(|e| e.to_string())?;
-            let owned = decode_event(event).map_err(|e| e.to_string())?;
-            crate::project::node_message(&owned, tool_use_id)
-                .ok_or_else(|| format!("the event at seq {seq} projects to no message"))
+        let base = self.sections[2].start;
+        let mut frozen = |t: NodeTable| -> std::result::Result<Frozen, Bad> {
+            Ok(Frozen::new(Box::new(Nodes {
+                body: Arc::clone(&self.body),
+                entries: base + t.entries.start..base + t.entries.end,
+                ids: base + t.ids.start..base + t.ids.end,
+                n: t.n,
+                covers: self.covers,
+                log: log.clone(),
+            })))
         };
-        let projector = Projector::decode_state(&mut d, &mut node)?;
+        let projector = Projector::decode_state(&mut d, &mut frozen)?;
         d.end()?;
         Ok((projector, error))
     }
@@ -539,6 +556,89 @@ impl Stored {
     }
 }
 
+/// The frozen messages of a restored projection: a checkpoint's node table (shared with its
+/// body) and the log their events are read from, one message at a time.
+struct Nodes {
+    body: Arc<[u8]>,
+    /// The table: `n` entries of `NODE_ENTRY` bytes, in `body`.
+    entries: std::ops::Range<usize>,
+    /// The id area, in `body`.
+    ids: std::ops::Range<usize>,
+    n: usize,
+    covers: u64,
+    log: LogReader,
+}
+
+impl Nodes {
+    /// Entry `i`: the seq and, for a tool result, the bytes of its `toolUseId` (`Err` when
+    /// they are not in the id area).
+    fn raw(&self, i: usize) -> (u64, Option<std::result::Result<&str, ()>>) {
+        let at = self.entries.start + i * NODE_ENTRY;
+        let Some(e) = self.body.get(at..at + NODE_ENTRY) else {
+            return (u64::MAX, None);
+        };
+        let seq = u64_at(e, 0);
+        let (off, len) = (u32_at(e, 8) as usize, u32_at(e, 12));
+        if len == u32::MAX {
+            return (seq, None);
+        }
+        let id = off
+            .checked_add(len as usize)
+            .filter(|&end| end <= self.ids.len())
+            .and_then(|end| self.body.get(self.ids.start + off..self.ids.start + end))
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .ok_or(());
+        (seq, Some(id))
+    }
+
+    fn build(&self, i: usize) -> std::result::Result<Message, String> {
+        let (seq, id) = self.raw(i);
+        if seq >= self.covers {
+            return Err(format!(
+                "the checkpoint names seq {seq}, past the {} events it covers",
+                self.covers
+            ));
+        }
+        let id = match id {
+            None => None,
+            Some(Ok(id)) => Some(id),
+            Some(Err(())) => return Err("the checkpoint's toolUseId is out of bounds".into()),
+        };
+        let rec = self.log.get(seq).map_err(|e| e.to_string())?;
+        let event = access_event(rec.payload).map_err(|e| e.to_string())?;
+        let owned = decode_event(event).map_err(|e| e.to_string())?;
+        crate::project::node_message(&owned, id)
+            .ok_or_else(|| format!("the event at seq {seq} projects to no message"))
+    }
+}
+
+impl FrozenSource for Nodes {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn entry(&self, i: usize) -> (u64, Option<&str>) {
+        let (seq, id) = self.raw(i);
+        (seq, id.and_then(|id| id.ok()))
+    }
+
+    fn load(&self, i: usize) -> Message {
+        self.build(i).unwrap_or_else(|e| {
+            let seq = self.raw(i).0;
+            Message {
+                role: Role::System,
+                content: vec![Block::Text {
+                    text: format!(
+                        "agentlog: the message of the event at seq {seq} cannot be read: {e}"
+                    ),
+                    extra: crate::event::Map::new(),
+                }],
+                source_seq: seq,
+            }
+        })
+    }
+}
+
 /// The newest valid checkpoint's derived state, or an empty one (a missing, stale or damaged
 /// checkpoint is ignored).
 pub(crate) fn load_or_empty(dir: &Path, log: &LogReader, limit: u64, project: bool) -> Derived {
@@ -574,11 +674,16 @@ pub(crate) fn write(dir: &Path, log: &LogReader, derived: &Derived) -> Result<()
     if derived.skip_projection {
         return Ok(());
     }
-    let sections = derived.encode_sections();
+    let Some(sections) = derived.encode_sections() else {
+        return Ok(());
+    };
     let mut body = Vec::with_capacity(sections.iter().map(|s| s.len() + 8).sum());
     for s in &sections {
         body.extend_from_slice(&(s.len() as u64).to_le_bytes());
         body.extend_from_slice(s);
+    }
+    if body.len() as u64 > MAX_BODY {
+        return Ok(());
     }
     let mut h = [0u8; HEADER];
     h[0..8].copy_from_slice(&MAGIC);
@@ -640,7 +745,9 @@ pub(crate) fn remove_stale_tmp(dir: &Path) {
 /// (or from the start), replaying the events after it, then writing it.
 pub(crate) fn refresh(dir: &Path, log: &LogReader, to: u64) -> Result<()> {
     let mut derived = load_or_empty(dir, log, to, true);
-    if derived.len == to {
+    // Up to date: nothing to write, unless there is no checkpoint at all (an empty session's
+    // clean close writes one too, so a reader finds one after every clean close).
+    if derived.len == to && (to > 0 || dir.join(CHECKPOINT_FILE).exists()) {
         return Ok(());
     }
     derived.advance(log, to)?;
@@ -664,7 +771,7 @@ impl SessionReader {
             Found::Valid(s) => s,
         };
         let covers = stored.covers;
-        // Every section must decode, its messages read from the log.
+        // Every section must decode (its messages are read from the log when used).
         if let Err(reason) = stored.derived(self.log()) {
             return Ok(CheckpointCheck::Unusable {
                 reason: format!("{}: {reason}", self.dir().join(CHECKPOINT_FILE).display()),
@@ -672,7 +779,11 @@ impl SessionReader {
         }
         let mut full = Derived::new(self.log());
         full.advance(self.log(), covers)?;
-        let replayed = full.encode_sections();
+        let Some(replayed) = full.encode_sections() else {
+            return Ok(CheckpointCheck::Unusable {
+                reason: "a full replay's projection does not fit a checkpoint".into(),
+            });
+        };
         for (i, name) in ["lifecycle state", "statistics", "projection"]
             .iter()
             .enumerate()

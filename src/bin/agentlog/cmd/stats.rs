@@ -24,6 +24,9 @@ use crate::target::Ctx;
 /// "errors","failureRate","latencyMs":{"median","max"}}},"unansweredCalls","bytes"}, with a last member
 /// "sessions" for --all. With --all, a session that cannot be read (damaged) is named on stderr
 /// and left out of the sums, and the exit code is 1.
+///
+/// The counters start from the session's checkpoint (docs/design.md) and only the events after
+/// it are counted; every record is still read and its checksum checked, so damage is found.
 #[derive(Debug, clap::Args)]
 // One of SESSION and --all: the usage line and a usage error say so.
 #[command(group(clap::ArgGroup::new("which").required(true).args(["session", "all"])))]
