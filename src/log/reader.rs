@@ -490,7 +490,7 @@ impl LogReader {
                 payload: found.payload,
             }),
             Err((offset, fault)) => {
-                if !view.has_fallback() {
+                if !view.has_fallback() && !view.is_cold() {
                     // The index may be damaged: find the records by scanning, once.
                     let s = segment::scan(
                         view.data(),
@@ -722,7 +722,14 @@ impl<'a> Iterator for Iter<'a> {
             };
         }
         let view = self.view?;
-        match check_record(view.data(), self.offset, self.seq, &view.check) {
+        let data = match view.data_at(self.offset) {
+            Ok(d) => d,
+            Err(b) => {
+                self.seq = self.end;
+                return Some(Err(b.into_error(&view.path)));
+            }
+        };
+        match check_record(data, self.offset, self.seq, &view.check) {
             Ok(found) => {
                 let rec = Record {
                     seq: self.seq,

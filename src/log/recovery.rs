@@ -359,6 +359,32 @@ fn plan_segment(
     next_base: Option<u64>,
     verify_all: bool,
 ) -> (SegmentPlan, Option<Damage>, Option<Corruption>) {
+    if let Some((fault, count, end)) = view.cold().and_then(|c| c.first_damage()) {
+        // A damaged block of a cold segment: its records are lost from the block on (a cold
+        // segment is never cut or repaired; salvage refuses it too).
+        let base = view.header.base_seq;
+        let damage = Damage {
+            corruption: Corruption {
+                path: view.path.clone(),
+                offset: fault.file_offset,
+                seq: Some(fault.first_seq),
+                kind: CorruptionKind::CompressedBlock(fault.what),
+            },
+            class: DamageClass::Corruption,
+            first_lost_seq: base + count,
+            bytes: 0,
+        };
+        let plan = SegmentPlan {
+            count,
+            end,
+            file_len: end,
+            index_trusted: false,
+            index_state: view.index_header().map(|h| h.state),
+            scanned: None,
+            view,
+        };
+        return (plan, Some(damage), None);
+    }
     let file_len = view.data().len() as u64;
     let base = view.header.base_seq;
     let index = view.index_header();
