@@ -110,7 +110,10 @@ fn cold(c: &mut Criterion) {
             plain_b as f64 / took.as_secs_f64() / 1e6,
         );
         // Every side sees the same events.
-        assert_eq!(replay_agentlog(&LogReader::open(&cold).expect("open")), touch);
+        assert_eq!(
+            replay_agentlog(&LogReader::open(&cold).expect("open")),
+            touch
+        );
         assert_eq!(replay_agentlog(&plain_reader), touch);
         assert_eq!(replay_jsonl(&jsonl), touch);
 

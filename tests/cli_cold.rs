@@ -20,15 +20,27 @@ fn archive_compresses_and_every_command_reads_the_session_as_before() {
     let plain = segments(&dir);
     assert!(plain.len() >= 4, "{plain:?}");
     let export = cli.run(&["export", &id]).ok().to_string();
-    let search = cli.run(&["search", "--type", "tool/*", "--session", &id]).ok().to_string();
+    let search = cli
+        .run(&["search", "--type", "tool/*", "--session", &id])
+        .ok()
+        .to_string();
     let stats = cli.run(&["stats", &id, "--json"]).ok().to_string();
     assert!(!search.is_empty());
 
     cli.run(&["archive", &id]).ok();
-    assert!(segments(&dir).iter().all(|s| cold(s)), "{:?}", segments(&dir));
-    assert_eq!(cli.run(&["export", &id]).ok(), export, "export is byte-identical");
+    assert!(
+        segments(&dir).iter().all(|s| cold(s)),
+        "{:?}",
+        segments(&dir)
+    );
     assert_eq!(
-        cli.run(&["search", "--type", "tool/*", "--session", &id]).ok(),
+        cli.run(&["export", &id]).ok(),
+        export,
+        "export is byte-identical"
+    );
+    assert_eq!(
+        cli.run(&["search", "--type", "tool/*", "--session", &id])
+            .ok(),
         search
     );
     let cold_stats: serde_json::Value =
@@ -68,7 +80,10 @@ fn archive_compresses_and_every_command_reads_the_session_as_before() {
     )
     .ok();
     let after = cli.run(&["export", &id]).ok().to_string();
-    assert!(after.starts_with(&export), "the earlier events stay as they were");
+    assert!(
+        after.starts_with(&export),
+        "the earlier events stay as they were"
+    );
     assert_eq!(after.lines().count(), export.lines().count() + 1);
     assert!(!cold(segments(&dir).last().unwrap()));
     cli.run(&["verify", &id]).ok();

@@ -87,7 +87,12 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
     let reader = store.reader(&id).unwrap();
     // The same statistics; the bytes on disk are fewer.
     let mut cold_stats = reader.stats().unwrap();
-    assert!(cold_stats.bytes < stats.bytes, "{} vs {}", cold_stats.bytes, stats.bytes);
+    assert!(
+        cold_stats.bytes < stats.bytes,
+        "{} vs {}",
+        cold_stats.bytes,
+        stats.bytes
+    );
     cold_stats.bytes = stats.bytes;
     assert_eq!(cold_stats, stats);
     assert_eq!(reader.derive_messages().unwrap(), messages);
@@ -176,7 +181,10 @@ fn an_unarchived_session_takes_appends_after_its_compressed_segments() {
     let reader = store.reader(&id).unwrap();
     assert_eq!(reader.len(), before + 1);
     let out = export(&store, &id);
-    assert!(out.starts_with(&exported), "the events before stay as they were");
+    assert!(
+        out.starts_with(&exported),
+        "the events before stay as they were"
+    );
     let added = std::str::from_utf8(&out[exported.len()..]).unwrap();
     assert_eq!(added.lines().count(), 1, "{added}");
     assert!(added.contains(r#""type":"turn/start""#), "{added}");
@@ -196,10 +204,16 @@ fn the_store_setting_compresses_sealed_segments_of_an_active_session() {
     for turn in 0..120u64 {
         for line in [
             format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
-            format!(r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"please look at file {turn} and tell me what it does"}}]}}}}"#),
-            format!(r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#),
+            format!(
+                r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"please look at file {turn} and tell me what it does"}}]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
+            ),
         ] {
-            session.append_draft(parse_draft_line(&line).unwrap()).unwrap();
+            session
+                .append_draft(parse_draft_line(&line).unwrap())
+                .unwrap();
             lines.push(line);
         }
     }
@@ -211,7 +225,10 @@ fn the_store_setting_compresses_sealed_segments_of_an_active_session() {
     let segs = segments(&dir);
     assert!(segs.len() >= 3, "{segs:?}");
     let (last, sealed) = segs.split_last().unwrap();
-    assert!(sealed.iter().all(|s| is_cold(s)), "sealed segments are compressed");
+    assert!(
+        sealed.iter().all(|s| is_cold(s)),
+        "sealed segments are compressed"
+    );
     assert!(!is_cold(last));
     let reader = store.reader(&id).unwrap();
     assert_eq!(reader.len(), 360);
