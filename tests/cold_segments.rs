@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agentlog::log::sim::{OpKind, SimStorage, EIO};
 use agentlog::log::{
     compress_log, compress_segment, verify, CorruptionKind, Error, Log, LogReader, Options,
-    OsStorage, COLD_MAGIC,
+    OsStorage, RecoveryMode, COLD_MAGIC,
 };
 
 /// Payloads that look like small events (some repetition, some variety), a few large ones.
@@ -185,9 +185,13 @@ fn a_flipped_byte_in_a_compressed_block_is_named_by_file_offset_and_seq() {
     assert_eq!(reader.get(2999).unwrap().payload, &all[2999][..]);
     let err = reader.iter().find_map(|r| r.err()).expect("iter fails");
     assert_eq!(err.corruption().map(|c| c.offset), Some(128));
-    // A writer refuses to open it.
+    // A writer that checks every record refuses to open it; salvage cannot cut a cold segment.
     assert!(matches!(
-        Log::open(&dir, Options::default()),
+        Log::open(&dir, Options::default().recovery(RecoveryMode::Strict)),
+        Err(Error::Corrupt(_))
+    ));
+    assert!(matches!(
+        Log::open(&dir, Options::default().recovery(RecoveryMode::Salvage)),
         Err(Error::Corrupt(_))
     ));
 }

@@ -424,11 +424,17 @@ impl ColdSegment {
         Ok(offsets.get(j).map(|&o| u64::from(o)))
     }
 
-    /// Makes the bytes at the plain offset `offset` readable (decompresses their block).
-    pub(crate) fn ensure_offset(&self, offset: u64) -> std::result::Result<(), BlockFault> {
+    /// Makes the bytes at the plain offset `offset` readable (decompresses their block);
+    /// returns where that block ends (bytes before it are readable now).
+    pub(crate) fn ensure_offset(&self, offset: u64) -> std::result::Result<u64, BlockFault> {
         match self.block_of_offset(offset) {
-            Some(k) => self.ensure(k).map(|_| ()),
-            None => Ok(()),
+            Some(k) => {
+                self.ensure(k)?;
+                let b = &self.blocks[k];
+                Ok(u64::from(b.offset) + u64::from(b.len))
+            }
+            // Past the records: nothing to decompress (a read there finds the end).
+            None => Ok(u64::MAX),
         }
     }
 

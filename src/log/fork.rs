@@ -130,7 +130,7 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
                     std::fs::copy(&view.path, to.join(&name))
                         .map_err(|e| Error::io("copy", &view.path, e))?;
                     out.copied_segments += 1;
-                    out.copied_bytes += view.data().len() as u64;
+                    out.copied_bytes += view.readable_len();
                 }
             }
             // Its index is derived data: a copy (the opening writer checks it against the segment).

@@ -541,6 +541,7 @@ impl LogReader {
             seg: usize::MAX,
             view: None,
             offset: 0,
+            ready: 0,
             seq: start,
             end,
         }
@@ -671,6 +672,8 @@ pub struct Iter<'a> {
     /// The view of segment `seg` (mapped when the iterator entered it).
     view: Option<&'a Arc<SegmentView>>,
     offset: u64,
+    /// Bytes of `view` before this offset are readable (a cold segment's decompressed blocks).
+    ready: u64,
     seq: u64,
     end: u64,
 }
@@ -710,6 +713,7 @@ impl<'a> Iterator for Iter<'a> {
             let i = self.seq - view.header.base_seq;
             self.seg = k;
             self.view = Some(view);
+            self.ready = 0;
             self.offset = if i == 0 {
                 HEADER_SIZE as u64
             } else {
@@ -722,14 +726,17 @@ impl<'a> Iterator for Iter<'a> {
             };
         }
         let view = self.view?;
-        let data = match view.data_at(self.offset) {
-            Ok(d) => d,
-            Err(b) => {
-                self.seq = self.end;
-                return Some(Err(b.into_error(&view.path)));
+        if self.offset >= self.ready {
+            // A cold segment: the next block (once per block; a plain segment is ready whole).
+            match view.ready_at(self.offset) {
+                Ok(to) => self.ready = to,
+                Err(b) => {
+                    self.seq = self.end;
+                    return Some(Err(b.into_error(&view.path)));
+                }
             }
-        };
-        match check_record(data, self.offset, self.seq, &view.check) {
+        }
+        match check_record(view.data_unchecked(), self.offset, self.seq, &view.check) {
             Ok(found) => {
                 let rec = Record {
                     seq: self.seq,
@@ -762,6 +769,7 @@ impl<'a> Iter<'a> {
                 self.seq += 1;
                 self.seg = usize::MAX;
                 self.view = None;
+                self.ready = 0;
                 Ok(rec)
             }
             Err(e) => {

@@ -359,7 +359,13 @@ fn plan_segment(
     next_base: Option<u64>,
     verify_all: bool,
 ) -> (SegmentPlan, Option<Damage>, Option<Corruption>) {
-    if let Some((fault, count, end)) = view.cold().and_then(|c| c.first_damage()) {
+    // A cold segment's blocks are all read (decompressed) only for a full check: trusted, it
+    // costs its header and the block of its last record, like a plain segment.
+    let cold_damage = view
+        .cold()
+        .filter(|_| verify_all)
+        .and_then(|c| c.first_damage());
+    if let Some((fault, count, end)) = cold_damage {
         // A damaged block of a cold segment: its records are lost from the block on (a cold
         // segment is never cut or repaired; salvage refuses it too).
         let base = view.header.base_seq;
@@ -385,7 +391,7 @@ fn plan_segment(
         };
         return (plan, Some(damage), None);
     }
-    let file_len = view.data().len() as u64;
+    let file_len = view.readable_len();
     let base = view.header.base_seq;
     let index = view.index_header();
     let index_state = index.map(|h| h.state);

@@ -396,14 +396,22 @@ impl SegmentView {
         self.cold.as_ref()
     }
 
-    /// The bytes that may be read now, with the record at `offset` readable: a cold segment
-    /// decompresses the block holding it (once). For a plain segment, [`data`](Self::data).
+    /// Makes the record at `offset` readable through [`data_unchecked`](Self::data_unchecked):
+    /// a cold segment decompresses the block holding it (once). Returns the offset up to which
+    /// the bytes are readable now (`u64::MAX` for a plain segment).
     #[inline]
-    pub(crate) fn data_at(&self, offset: u64) -> std::result::Result<&[u8], BlockFault> {
-        if let Some(c) = &self.cold {
-            c.ensure_offset(offset)?;
+    pub(crate) fn ready_at(&self, offset: u64) -> std::result::Result<u64, BlockFault> {
+        match &self.cold {
+            Some(c) => c.ensure_offset(offset),
+            None => Ok(u64::MAX),
         }
-        Ok(self.data_plain())
+    }
+
+    /// The bytes that may be read now, without decompressing anything: for a cold segment,
+    /// only the ranges [`ready_at`](Self::ready_at) made readable hold its records.
+    #[inline]
+    pub(crate) fn data_unchecked(&self) -> &[u8] {
+        self.data_plain()
     }
 
     /// A private copy of the segment and its index as they are now, read from the files (not
@@ -483,12 +491,17 @@ impl SegmentView {
 
     /// The bytes that may be read now. A cold segment decompresses every block first (a
     /// damaged block reads as zeros: the records end early there); reads of single records use
-    /// [`data_at`](Self::data_at) and [`record`](Self::record), which decompress one block.
+    /// [`ready_at`](Self::ready_at) and [`record`](Self::record), which decompress one block.
     pub(crate) fn data(&self) -> &[u8] {
         if let Some(c) = &self.cold {
             let _ = c.ensure_all();
         }
         self.data_plain()
+    }
+
+    /// How many bytes may be read (for a cold segment, without decompressing anything).
+    pub(crate) fn readable_len(&self) -> u64 {
+        self.data_plain().len() as u64
     }
 
     #[inline]
