@@ -48,6 +48,9 @@ pub enum CorruptionKind {
     TrailingBytes(u64),
     /// A segment file that must exist is missing; the text says how the log knows.
     MissingSegment(String),
+    /// A cold (compressed) segment whose header, block index or a block is damaged: the text
+    /// names the block and its seqs (see `docs/format.md`, "Cold segment file").
+    CompressedBlock(String),
 }
 
 impl fmt::Display for CorruptionKind {
@@ -76,6 +79,7 @@ impl fmt::Display for CorruptionKind {
             CorruptionKind::MissingSegment(why) => {
                 write!(f, "the segment file is missing ({why})")
             }
+            CorruptionKind::CompressedBlock(what) => write!(f, "damaged cold segment: {what}"),
         }
     }
 }
@@ -161,6 +165,9 @@ pub enum Error {
     },
     /// The log was opened read-only, or the writer was closed.
     Closed,
+    /// A segment that cannot be compressed because it may still change: its index does not
+    /// say it is sealed or closed cleanly.
+    NotSealed(PathBuf),
 }
 
 impl Error {
@@ -245,6 +252,11 @@ impl fmt::Display for Error {
                 write!(f, "seq {seq} is out of range (the log holds {len} events)")
             }
             Error::Closed => write!(f, "the log is closed for writing"),
+            Error::NotSealed(p) => write!(
+                f,
+                "cannot compress {}: it is not sealed or closed cleanly (a writer may append to it)",
+                p.display()
+            ),
         }
     }
 }

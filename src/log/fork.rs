@@ -130,12 +130,15 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
                     std::fs::copy(&view.path, to.join(&name))
                         .map_err(|e| Error::io("copy", &view.path, e))?;
                     out.copied_segments += 1;
-                    out.copied_bytes += view.data().len() as u64;
+                    out.copied_bytes += view.readable_len();
                 }
             }
             // Its index is derived data: a copy (the opening writer checks it against the segment).
-            std::fs::copy(view.index_path(), to.join(&idx_name))
-                .map_err(|e| Error::io("copy", view.index_path(), e))?;
+            // A cold segment has its index inside.
+            if !view.is_cold() {
+                std::fs::copy(view.index_path(), to.join(&idx_name))
+                    .map_err(|e| Error::io("copy", view.index_path(), e))?;
+            }
             continue;
         }
         // The segment the prefix ends in (or an active one): copy up to its last record, which

@@ -136,7 +136,7 @@ pub fn record_size(len: u64) -> u64 {
     RECORD_HEADER_SIZE as u64 + align_up(len)
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     let mut a = [0u8; 2];
     a.copy_from_slice(&b[at..at + 2]);
     u16::from_le_bytes(a)
@@ -315,7 +315,7 @@ pub enum IndexState {
 }
 
 impl IndexState {
-    fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             IndexState::Open => 1,
             IndexState::Closed => 2,
@@ -323,7 +323,7 @@ impl IndexState {
         }
     }
 
-    fn from_code(c: u32) -> Option<IndexState> {
+    pub(crate) fn from_code(c: u32) -> Option<IndexState> {
         match c {
             1 => Some(IndexState::Open),
             2 => Some(IndexState::Closed),

@@ -40,6 +40,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub(crate) mod cold;
 mod error;
 mod fork;
 mod format;
@@ -57,6 +58,9 @@ pub mod sim;
 mod verify;
 mod writer;
 
+pub use cold::{
+    compress_log, compress_segment, Compressed, BLOCK_TARGET, COLD_MAGIC, COLD_VERSION,
+};
 pub use error::{Corruption, CorruptionKind, Error, Result};
 pub use fork::{copy_prefix, PrefixCopy};
 pub use format::{HeaderError, IndexState, LogId, FORMAT_VERSION, MAX_SEQ};

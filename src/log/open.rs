@@ -262,6 +262,26 @@ fn repair(
     // segment always has one).
     let mut seal_last = None;
     for (i, plan) in plans.into_iter().enumerate() {
+        if plan.view.is_cold() {
+            // A cold segment is never written: appends go to a new segment after it. Its old
+            // index file (a compression stopped between the rename and its removal) goes.
+            if !plan.index_trusted {
+                return Err(Error::corrupt(
+                    &plan.view.path,
+                    0,
+                    Some(plan.base()),
+                    super::error::CorruptionKind::CompressedBlock(
+                        "a damaged cold segment cannot be repaired".into(),
+                    ),
+                ));
+            }
+            let idx = plan.view.index_path();
+            if idx.exists() {
+                std::fs::remove_file(&idx).map_err(|e| Error::io("remove", &idx, e))?;
+                report.removed.push(idx);
+            }
+            continue;
+        }
         let big_enough = HEADER_SIZE as u64 + format::record_size(options.max_event_size)
             <= plan.view.header.capacity;
         let keep_open = Some(i) == last

@@ -69,6 +69,10 @@ pub struct Options {
     pub payload_schema: u32,
     /// The I/O seam every write goes through. Default: the operating system ([`OsStorage`]).
     pub storage: Arc<dyn Storage>,
+    /// Compress each segment when it is sealed, in a background thread after the seal (see
+    /// [`compress_segment`](super::compress_segment)): readers read cold segments
+    /// transparently. Default: `false`.
+    pub compress_sealed: bool,
 }
 
 impl Default for Options {
@@ -82,6 +86,7 @@ impl Default for Options {
             recovery: RecoveryMode::TolerateTornTail,
             payload_schema: 0,
             storage: Arc::new(OsStorage),
+            compress_sealed: false,
         }
     }
 }
@@ -95,6 +100,7 @@ impl fmt::Debug for Options {
             .field("preallocate", &self.preallocate)
             .field("durability", &self.durability)
             .field("recovery", &self.recovery)
+            .field("compress_sealed", &self.compress_sealed)
             .field("payload_schema", &self.payload_schema)
             .finish_non_exhaustive()
     }
@@ -147,6 +153,13 @@ impl Options {
     #[must_use]
     pub fn payload_schema(mut self, schema: u32) -> Self {
         self.payload_schema = schema;
+        self
+    }
+
+    /// Sets [`Options::compress_sealed`].
+    #[must_use]
+    pub fn compress_sealed(mut self, on: bool) -> Self {
+        self.compress_sealed = on;
         self
     }
 

@@ -490,7 +490,7 @@ impl LogReader {
                 payload: found.payload,
             }),
             Err((offset, fault)) => {
-                if !view.has_fallback() {
+                if !view.has_fallback() && !view.is_cold() {
                     // The index may be damaged: find the records by scanning, once.
                     let s = segment::scan(
                         view.data(),
@@ -541,6 +541,7 @@ impl LogReader {
             seg: usize::MAX,
             view: None,
             offset: 0,
+            ready: 0,
             seq: start,
             end,
         }
@@ -671,6 +672,8 @@ pub struct Iter<'a> {
     /// The view of segment `seg` (mapped when the iterator entered it).
     view: Option<&'a Arc<SegmentView>>,
     offset: u64,
+    /// Bytes of `view` before this offset are readable (a cold segment's decompressed blocks).
+    ready: u64,
     seq: u64,
     end: u64,
 }
@@ -710,6 +713,7 @@ impl<'a> Iterator for Iter<'a> {
             let i = self.seq - view.header.base_seq;
             self.seg = k;
             self.view = Some(view);
+            self.ready = 0;
             self.offset = if i == 0 {
                 HEADER_SIZE as u64
             } else {
@@ -722,7 +726,17 @@ impl<'a> Iterator for Iter<'a> {
             };
         }
         let view = self.view?;
-        match check_record(view.data(), self.offset, self.seq, &view.check) {
+        if self.offset >= self.ready {
+            // A cold segment: the next block (once per block; a plain segment is ready whole).
+            match view.ready_at(self.offset) {
+                Ok(to) => self.ready = to,
+                Err(b) => {
+                    self.seq = self.end;
+                    return Some(Err(b.into_error(&view.path)));
+                }
+            }
+        }
+        match check_record(view.data_unchecked(), self.offset, self.seq, &view.check) {
             Ok(found) => {
                 let rec = Record {
                     seq: self.seq,
@@ -755,6 +769,7 @@ impl<'a> Iter<'a> {
                 self.seq += 1;
                 self.seg = usize::MAX;
                 self.view = None;
+                self.ready = 0;
                 Ok(rec)
             }
             Err(e) => {

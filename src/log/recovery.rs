@@ -359,7 +359,39 @@ fn plan_segment(
     next_base: Option<u64>,
     verify_all: bool,
 ) -> (SegmentPlan, Option<Damage>, Option<Corruption>) {
-    let file_len = view.data().len() as u64;
+    // A cold segment's blocks are all read (decompressed) only for a full check: trusted, it
+    // costs its header and the block of its last record, like a plain segment.
+    let cold_damage = view
+        .cold()
+        .filter(|_| verify_all)
+        .and_then(|c| c.first_damage());
+    if let Some((fault, count, end)) = cold_damage {
+        // A damaged block of a cold segment: its records are lost from the block on (a cold
+        // segment is never cut or repaired; salvage refuses it too).
+        let base = view.header.base_seq;
+        let damage = Damage {
+            corruption: Corruption {
+                path: view.path.clone(),
+                offset: fault.file_offset,
+                seq: Some(fault.first_seq),
+                kind: CorruptionKind::CompressedBlock(fault.what),
+            },
+            class: DamageClass::Corruption,
+            first_lost_seq: base + count,
+            bytes: 0,
+        };
+        let plan = SegmentPlan {
+            count,
+            end,
+            file_len: end,
+            index_trusted: false,
+            index_state: view.index_header().map(|h| h.state),
+            scanned: None,
+            view,
+        };
+        return (plan, Some(damage), None);
+    }
+    let file_len = view.readable_len();
     let base = view.header.base_seq;
     let index = view.index_header();
     let index_state = index.map(|h| h.state);

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
+use super::cold::{self, BlockFault, ColdSegment};
 use super::error::{CorruptionKind, Error, Result};
 use super::format::{
     self, IndexHeader, RecordHeader, SegmentHeader, HEADER_SIZE, INDEX_ENTRY_SIZE,
@@ -29,6 +30,9 @@ pub(crate) enum Fault {
     SeqMismatch { expected: u64, found: u64 },
     /// The checksum does not match.
     Checksum { expected: u32, got: u32 },
+    /// A block of a cold segment that cannot be decompressed (the offset reported with it is
+    /// the block's, in the cold file).
+    Cold(String),
     /// The records end (the file ends, or zero bytes follow) before `claimed`, where the index
     /// header says the complete (closed, sealed) or synced records reach.
     EndsEarly { claimed: u64 },
@@ -46,6 +50,7 @@ impl Fault {
                 CorruptionKind::SeqMismatch { expected, found }
             }
             Fault::Checksum { expected, got } => CorruptionKind::ChecksumMismatch { expected, got },
+            Fault::Cold(what) => CorruptionKind::CompressedBlock(what),
             Fault::EndsEarly { claimed } => CorruptionKind::Truncated(format!(
                 "the records end here, but the index says they reach byte offset {claimed}"
             )),
@@ -289,6 +294,9 @@ pub(crate) struct SegmentView {
     /// beyond the file's end must never be read (SIGBUS). The writer never shrinks an index
     /// file that readers may have mapped.
     index_readable: AtomicU64,
+    /// A cold (compressed) segment: `map` is then its plain bytes, rebuilt in memory block by
+    /// block as reads need them, and there is no index file (the cold file has its own).
+    cold: Option<ColdSegment>,
 }
 
 /// Reads a segment header and checks that its base seq is the one the file name says.
@@ -313,6 +321,10 @@ pub(crate) fn read_segment_header(dir: &Path, base_seq: u64) -> Result<SegmentHe
     let path = dir.join(format::segment_file_name(base_seq));
     let file = File::open(&path).map_err(|e| Error::io("open segment", &path, e))?;
     let head = read_header(&file, &path)?;
+    if cold::is_cold(&head) {
+        // A cold segment: its header and block index are checked, the blocks are not read.
+        return SegmentView::open(dir, base_seq).map(|v| v.header);
+    }
     decode_segment_header(&head, &path, base_seq)
 }
 
@@ -326,6 +338,9 @@ impl SegmentView {
             .map_err(|e| Error::io("stat segment", &path, e))?
             .len();
         let head = read_header(&file, &path)?;
+        if cold::is_cold(&head) {
+            return SegmentView::open_cold(file, path, base_seq);
+        }
         let header = decode_segment_header(&head, &path, base_seq)?;
         let map = mmap::map_read(&file, header.capacity.max(len))
             .map_err(|e| Error::io("map segment", &path, e))?;
@@ -349,7 +364,54 @@ impl SegmentView {
             fallback: OnceLock::new(),
             readable: AtomicU64::new(len),
             index_readable: AtomicU64::new(index_len),
+            cold: None,
         })
+    }
+
+    fn open_cold(file: File, path: PathBuf, base_seq: u64) -> Result<SegmentView> {
+        let (cold, header, map) = ColdSegment::open(&file, &path, base_seq)?;
+        let check = RecordCheck::of(&header);
+        let len = map.len() as u64;
+        Ok(SegmentView {
+            path,
+            header,
+            check,
+            file,
+            map,
+            index: None,
+            fallback: OnceLock::new(),
+            readable: AtomicU64::new(len),
+            index_readable: AtomicU64::new(0),
+            cold: Some(cold),
+        })
+    }
+
+    /// True for a cold (compressed) segment.
+    pub(crate) fn is_cold(&self) -> bool {
+        self.cold.is_some()
+    }
+
+    /// The cold segment, when this one is.
+    pub(crate) fn cold(&self) -> Option<&ColdSegment> {
+        self.cold.as_ref()
+    }
+
+    /// Makes the record at `offset` readable through [`data_unchecked`](Self::data_unchecked):
+    /// a cold segment decompresses the block holding it (once). Returns the offset up to which
+    /// the bytes are readable now (`u64::MAX` for a plain segment).
+    #[inline]
+    pub(crate) fn ready_at(&self, offset: u64) -> std::result::Result<u64, BlockFault> {
+        match &self.cold {
+            Some(c) => c.ensure_offset(offset),
+            None => Ok(u64::MAX),
+        }
+    }
+
+    /// The bytes that may be read now, without decompressing anything: for a cold segment,
+    /// only the ranges [`ready_at`](Self::ready_at) made readable hold its records.
+    #[inline]
+    pub(crate) fn data_unchecked(&self) -> &[u8] {
+        self.data_plain()
     }
 
     /// A private copy of the segment and its index as they are now, read from the files (not
@@ -357,6 +419,16 @@ impl SegmentView {
     /// survive a shrink). The index is read first, so every record it names is in the copy.
     pub(crate) fn snapshot(dir: &Path, base_seq: u64) -> Result<SegmentView> {
         let path = dir.join(format::segment_file_name(base_seq));
+        if File::open(&path)
+            .and_then(|f| {
+                let mut head = [0u8; 8];
+                f.read_exact_at(&mut head, 0).map(|()| cold::is_cold(&head))
+            })
+            .unwrap_or(false)
+        {
+            // A cold segment never changes: its map is as good as a copy.
+            return SegmentView::open(dir, base_seq);
+        }
         let idx_path = dir.join(format::index_file_name(base_seq));
         let index_bytes = std::fs::read(&idx_path).ok().filter(|b| !b.is_empty());
         let file = File::open(&path).map_err(|e| Error::io("open segment", &path, e))?;
@@ -383,6 +455,7 @@ impl SegmentView {
             fallback: OnceLock::new(),
             readable: AtomicU64::new(bytes.len() as u64),
             index_readable: AtomicU64::new(index_len),
+            cold: None,
         })
     }
 
@@ -390,6 +463,9 @@ impl SegmentView {
     /// or closed and the view ends where its records end (so the writer's trim of the
     /// preallocated tail happened before the view was made).
     pub(crate) fn is_settled(&self) -> bool {
+        if self.cold.is_some() {
+            return true;
+        }
         // A sealed or closed segment never changes again (its tail was given back as a hole,
         // the file keeps its length, so a map of it stays valid).
         self.index_header().is_some_and(|h| {
@@ -402,11 +478,34 @@ impl SegmentView {
 
     /// The ranges after `from` of the readable bytes that may hold data (not holes).
     pub(crate) fn data_ranges(&self, from: u64) -> Vec<(u64, u64)> {
+        if self.cold.is_some() {
+            let end = self.data().len() as u64;
+            return if from < end {
+                vec![(from, end)]
+            } else {
+                Vec::new()
+            };
+        }
         data_ranges(&self.file, from, self.data().len() as u64)
     }
 
-    /// The bytes that may be read now.
+    /// The bytes that may be read now. A cold segment decompresses every block first (a
+    /// damaged block reads as zeros: the records end early there); reads of single records use
+    /// [`ready_at`](Self::ready_at) and [`record`](Self::record), which decompress one block.
     pub(crate) fn data(&self) -> &[u8] {
+        if let Some(c) = &self.cold {
+            let _ = c.ensure_all();
+        }
+        self.data_plain()
+    }
+
+    /// How many bytes may be read (for a cold segment, without decompressing anything).
+    pub(crate) fn readable_len(&self) -> u64 {
+        self.data_plain().len() as u64
+    }
+
+    #[inline]
+    fn data_plain(&self) -> &[u8] {
         let n = self
             .readable
             .load(Ordering::Acquire)
@@ -426,6 +525,9 @@ impl SegmentView {
 
     /// Re-reads the file's size (for readers in another process than the writer).
     pub(crate) fn refresh_len(&self) {
+        if self.cold.is_some() {
+            return;
+        }
         if let Ok(m) = self.file.metadata() {
             self.set_readable(m.len());
         }
@@ -451,6 +553,9 @@ impl SegmentView {
 
     /// The index header, when the index is present and its header valid.
     pub(crate) fn index_header(&self) -> Option<IndexHeader> {
+        if let Some(c) = &self.cold {
+            return Some(c.index_header(&self.header));
+        }
         let h = IndexHeader::decode(self.index_bytes()?.get(..HEADER_SIZE)?).ok()?;
         (h.base_seq == self.header.base_seq && h.log_id == self.header.log_id).then_some(h)
     }
@@ -461,6 +566,9 @@ impl SegmentView {
 
     /// The offset of the record `i` of this segment, from the index (or the scanned fallback).
     pub(crate) fn offset_of(&self, i: u64) -> Option<u64> {
+        if let Some(c) = &self.cold {
+            return c.offset_of(i).ok().flatten();
+        }
         if let Some(offsets) = self.fallback.get() {
             if let Some(&o) = offsets.get(usize::try_from(i).ok()?) {
                 return Some(u64::from(o));
@@ -477,6 +585,9 @@ impl SegmentView {
     /// The offset the index file itself names for record `i` (never the scanned fallback);
     /// `None` when the entry is zero (not written) or beyond the file.
     pub(crate) fn offset_of_indexed(&self, i: u64) -> Option<u64> {
+        if let Some(c) = &self.cold {
+            return c.offset_of(i).ok().flatten();
+        }
         let entry = format::index_entry(self.index_bytes()?, i)?;
         std::sync::atomic::fence(Ordering::Acquire);
         (entry != 0).then_some(u64::from(entry))
@@ -484,6 +595,12 @@ impl SegmentView {
 
     /// True when the index names exactly these offsets for its first records.
     pub(crate) fn index_entries_match(&self, offsets: &[u32]) -> bool {
+        if self.cold.is_some() {
+            return offsets
+                .iter()
+                .enumerate()
+                .all(|(i, &o)| self.offset_of(i as u64) == Some(u64::from(o)));
+        }
         let Some(m) = self.index_bytes() else {
             return false;
         };
@@ -506,6 +623,14 @@ impl SegmentView {
     /// Checks the record `i` of this segment.
     pub(crate) fn record(&self, i: u64) -> std::result::Result<Found<'_>, (u64, Fault)> {
         let seq = self.check.base_seq + i;
+        if let Some(c) = &self.cold {
+            let offset = c
+                .offset_of(i)
+                .map_err(|b| (b.file_offset, Fault::Cold(b.what)))?
+                .ok_or((0, Fault::Zero))?;
+            return check_record(self.data_plain(), offset, seq, &self.check)
+                .map_err(|f| (offset, f));
+        }
         let offset = self.offset_of(i).ok_or((0, Fault::Zero))?;
         check_record(self.data(), offset, seq, &self.check).map_err(|f| (offset, f))
     }
@@ -513,6 +638,12 @@ impl SegmentView {
     /// Checks that the index agrees with the segment for `count` records ending at `end`: the
     /// last entry names a valid record with the right seq that ends at `end`.
     pub(crate) fn index_tail_ok(&self, count: u64, end: u64) -> bool {
+        if self.cold.is_some() {
+            return match count.checked_sub(1) {
+                None => end == HEADER_SIZE as u64,
+                Some(last) => self.record(last).is_ok_and(|f| f.next == end),
+            };
+        }
         if self.index_len() < format::index_entry_offset(count) {
             return false;
         }
@@ -539,6 +670,9 @@ impl SegmentView {
     /// the first zero entry, without checking them. Re-reads the file's length first, so the
     /// records the entries name are inside what may be read.
     pub(crate) fn count_by_entries(&self) -> Option<u64> {
+        if let Some(c) = &self.cold {
+            return Some(c.head.count);
+        }
         // The entry was written after its record, and the record after the file grew: the
         // file's length read now covers it (the length read when the view was opened may not).
         self.refresh_len();

@@ -190,6 +190,8 @@ pub(crate) struct Inner {
     poison_cause: Mutex<Option<String>>,
     /// The thread finishing the last sealed segment (sync, trim, final index header), if any.
     sealing: Mutex<Option<JoinHandle<()>>>,
+    /// The thread compressing the last sealed segment ([`Options::compress_sealed`]), if any.
+    compressing: Mutex<Option<JoinHandle<()>>>,
     /// Segments retired (sealed or being sealed) since this writer opened: a hook for caches
     /// kept at seals ([`Log::seals`]).
     seals: AtomicU64,
@@ -238,6 +240,7 @@ impl Log {
             poisoned: AtomicBool::new(false),
             poison_cause: Mutex::new(None),
             sealing: Mutex::new(None),
+            compressing: Mutex::new(None),
             seals: AtomicU64::new(0),
             me: me.clone(),
             _lock: lock,
@@ -564,8 +567,12 @@ impl Inner {
             .name("agentlog-seal".into())
             .spawn(move || {
                 let result = a.finish(IndexState::Sealed);
+                let ok = result.is_ok();
                 if let Some(inner) = me.upgrade() {
                     inner.sealed(result, a.base + a.count);
+                    if ok && inner.options.compress_sealed {
+                        inner.compress_in_background(a.base);
+                    }
                 }
             });
         match spawned {
@@ -590,6 +597,36 @@ impl Inner {
                 let mut s = lock(&self.sync);
                 s.synced = s.synced.max(len);
             }
+        }
+    }
+
+    /// Compresses the sealed segment `base` in a thread of its own (after the one before it),
+    /// so that neither appends nor `sync` wait for it; `close` does.
+    fn compress_in_background(&self, base: u64) {
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        let previous = lock(&self.compressing).take();
+        if let Some(h) = previous {
+            let _ = h.join();
+        }
+        let spawned = std::thread::Builder::new()
+            .name("agentlog-compress".into())
+            .spawn(move || {
+                // A failure leaves the segment plain and whole (the cold file is written
+                // aside and renamed over it only once synced); the next seal goes on.
+                let _ = super::cold::compress_segment(&me.dir, base, me.options.storage.as_ref());
+            });
+        if let Ok(h) = spawned {
+            *lock(&self.compressing) = Some(h);
+        }
+    }
+
+    /// Waits for the background compression, if one runs.
+    fn wait_compressed(&self) {
+        let handle = lock(&self.compressing).take();
+        if let Some(h) = handle {
+            let _ = h.join();
         }
     }
 
@@ -668,6 +705,9 @@ impl Inner {
     fn close(&self) -> Result<()> {
         // Also after `abandon`: the seal thread holds the log (and so its lock) until it ends.
         self.wait_sealed();
+        // A compression must not outlive the writer's lock: the next writer removes the
+        // temporary file it writes.
+        self.wait_compressed();
         let mut w = lock(&self.writer);
         if w.closed {
             return Ok(());

@@ -11,6 +11,10 @@
 //! keep_raw_chunks = true
 //! # The largest event accepted (its stored size).
 //! max_event_size = "16MiB"
+//! # Compress each sealed segment of a session being written (zstd, in blocks; readers read
+//! # them transparently; docs/design.md, "Cold segments"). `archive` compresses every segment
+//! # whatever this says.
+//! compress_sealed = false
 //! ```
 //!
 //! Every key is optional; an unknown key or a bad value is an error naming it.
@@ -36,6 +40,9 @@ pub struct StoreConfig {
     pub keep_raw_chunks: bool,
     /// The largest event accepted, in bytes. Default: 16 MiB.
     pub max_event_size: u64,
+    /// Compress each sealed segment of a session being written (in the background, after the
+    /// seal). Default: `false`.
+    pub compress_sealed: bool,
 }
 
 impl Default for StoreConfig {
@@ -46,6 +53,7 @@ impl Default for StoreConfig {
             durability: log.durability,
             keep_raw_chunks: true,
             max_event_size: log.max_event_size,
+            compress_sealed: log.compress_sealed,
         }
     }
 }
@@ -103,6 +111,14 @@ impl StoreConfig {
             match key.as_str() {
                 "segment_size" => c.segment_size = size(key, v)?,
                 "max_event_size" => c.max_event_size = size(key, v)?,
+                "compress_sealed" => {
+                    c.compress_sealed = v.as_bool().ok_or_else(|| {
+                        format!(
+                            "compress_sealed: expected true or false, found {}",
+                            v.type_str()
+                        )
+                    })?
+                }
                 "keep_raw_chunks" => {
                     c.keep_raw_chunks = v.as_bool().ok_or_else(|| {
                         format!(
@@ -132,7 +148,7 @@ impl StoreConfig {
                 other => {
                     return Err(format!(
                         "unknown key {other:?} (known: segment_size, durability, \
-                         sync_interval_ms, keep_raw_chunks, max_event_size)"
+                         sync_interval_ms, keep_raw_chunks, max_event_size, compress_sealed)"
                     ))
                 }
             }
@@ -160,7 +176,8 @@ impl StoreConfig {
             log: log::Options::default()
                 .segment_size(self.segment_size)
                 .max_event_size(self.max_event_size)
-                .durability(self.durability),
+                .durability(self.durability)
+                .compress_sealed(self.compress_sealed),
             keep_raw_chunks: self.keep_raw_chunks,
         }
     }

@@ -394,6 +394,18 @@ impl Store {
     fn set_state(&self, id: &str, state: SessionState) -> Result<()> {
         let dir = self.existing_dir(id)?;
         let _lock = log::lock_dir(&dir)?;
+        self.set_state_locked(&dir, id, state)?;
+        if state == SessionState::Archived {
+            // Every segment of an archived session is compressed (docs/design.md, "Cold
+            // segments"); one a killed writer left unsealed stays plain until a writer opens
+            // the session again.
+            log::cold::compress_locked(&dir, &log::OsStorage, true)?;
+        }
+        Ok(())
+    }
+
+    fn set_state_locked(&self, dir: &Path, id: &str, state: SessionState) -> Result<()> {
+        let dir = dir.to_path_buf();
         let mut meta = match SessionMeta::load(&dir) {
             Ok(m) => m,
             Err(Error::BrokenMeta { .. }) if state == SessionState::Deleted => {
@@ -419,8 +431,11 @@ impl Store {
         SessionMeta::repair(&dir)
     }
 
-    /// Archives session `id`: it stays readable, appends are refused until it is unarchived.
-    /// Fails while a writer has it open.
+    /// Archives session `id`: it stays readable, appends are refused until it is unarchived,
+    /// and every segment of its log is compressed (cold segments: zstd in independently
+    /// decodable blocks, read transparently by every reader; `export` stays byte-identical).
+    /// Archiving an archived session compresses what is not compressed yet. Fails while a
+    /// writer has it open.
     pub fn archive(&self, id: &str) -> Result<()> {
         self.set_state(id, SessionState::Archived)?;
         self.subscribers
@@ -428,7 +443,8 @@ impl Store {
         Ok(())
     }
 
-    /// Makes an archived session writable again.
+    /// Makes an archived session writable again. Its compressed segments stay compressed:
+    /// appends go to a new (plain) segment after them.
     pub fn unarchive(&self, id: &str) -> Result<()> {
         self.set_state(id, SessionState::Active)?;
         self.subscribers

@@ -14,7 +14,13 @@ use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
 use crate::target::{explain, explain_ref, Ctx};
 
-/// Archive sessions: they stay readable (show, export, search, …), appends are refused
+/// Archive sessions: compressed, they stay readable (show, export, search, …), appends are refused
+///
+/// Every segment of an archived session's log is compressed (zstd, in independently decodable
+/// blocks; see docs/format.md, "Cold segment file"): every command reads it as before, and
+/// `export` writes the same bytes. Archiving an archived session compresses what is not yet
+/// compressed. `unarchive` makes it writable again: appends go to a new segment, the compressed
+/// ones stay compressed. Example: `agentlog archive 01J…` then `agentlog export 01J…`.
 ///
 /// Takes session ids of the store, or --idle-days N to archive every active session whose last
 /// append is older than N days (judged by its log files' modification times, not the events'
