@@ -176,8 +176,20 @@ pub(crate) struct Writer {
 struct SyncState {
     /// Every record below this seq is on stable storage.
     synced: u64,
-    in_progress: bool,
+    /// fdatasyncs under way (at most [`MAX_SYNCS_IN_FLIGHT`]).
+    in_flight: u32,
+    /// The largest length an fdatasync under way (or done) covers: a caller whose records are
+    /// below it waits for that one instead of starting its own.
+    covering: u64,
+    /// Background seals finished (successfully or not); compared with `Inner::seals`.
+    seals_done: u64,
 }
+
+/// fdatasyncs of one log that may run at once. One in flight makes N concurrent `sync`
+/// appenders wait for the one under way and then share the next (at most N records per
+/// fdatasync); a second one starts as soon as records are waiting, without waiting for a wake-up
+/// after the first, and the kernel overlaps the two.
+const MAX_SYNCS_IN_FLIGHT: u32 = 2;
 
 pub(crate) struct Inner {
     pub dir: PathBuf,
@@ -233,8 +245,10 @@ impl Log {
             shared,
             writer: Mutex::new(writer),
             sync: Mutex::new(SyncState {
+                in_flight: 0,
+                covering: 0,
+                seals_done: 0,
                 synced,
-                in_progress: false,
             }),
             sync_cv: Condvar::new(),
             poisoned: AtomicBool::new(false),
@@ -581,8 +595,13 @@ impl Inner {
                 Ok(())
             }
             Err(e) => {
-                // Not sealed: the segment stays marked open, and the next open checks it.
-                Err(Error::io("start a thread to seal", path, e))
+                // Not sealed: the segment stays marked open, and the next open checks it. Its
+                // records are not durable: a failed seal poisons the writer, as a failed
+                // fdatasync does.
+                let e = Error::io("start a thread to seal", path, e);
+                self.poison(&e);
+                self.sealed(Err(Error::Closed), 0);
+                Err(e)
             }
         }
     }
@@ -591,13 +610,14 @@ impl Inner {
     /// data: any later failure (the trim, the final index header) leaves the data durable, and
     /// the segment marked open on disk, which the next open checks.
     fn sealed(&self, result: Result<()>, len: u64) {
+        let mut s = lock(&self.sync);
         match result {
             Err(e) if is_sync_error(&e) => self.poison(&e),
-            _ => {
-                let mut s = lock(&self.sync);
-                s.synced = s.synced.max(len);
-            }
+            Err(_) => {}
+            Ok(()) => s.synced = s.synced.max(len),
         }
+        s.seals_done += 1;
+        self.sync_cv.notify_all();
     }
 
     /// Compresses the sealed segment `base` in a thread of its own (after the one before it),
@@ -638,6 +658,9 @@ impl Inner {
         }
     }
 
+    /// Group commit: a caller whose records an fdatasync under way covers waits for it; else
+    /// it starts one, unless [`MAX_SYNCS_IN_FLIGHT`] run already (then it waits for one to end
+    /// and looks again).
     fn sync_through(&self, target: u64) -> Result<()> {
         let mut s = lock(&self.sync);
         loop {
@@ -645,15 +668,15 @@ impl Inner {
                 return Ok(());
             }
             self.check_poison()?;
-            if s.in_progress {
+            if s.covering >= target || s.in_flight >= MAX_SYNCS_IN_FLIGHT {
                 s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
                 continue;
             }
-            s.in_progress = true;
+            s.in_flight += 1;
             drop(s);
             let result = self.sync_once();
             s = lock(&self.sync);
-            s.in_progress = false;
+            s.in_flight -= 1;
             self.sync_cv.notify_all();
             match result {
                 Ok(len) => s.synced = s.synced.max(len),
@@ -665,13 +688,21 @@ impl Inner {
         }
     }
 
-    /// One fdatasync of the active segment, outside the append lock.
+    /// One fdatasync of the active segment, outside the append lock. Returns the length it
+    /// made durable: the records of earlier segments are made durable by their seals, which it
+    /// waits for.
     fn sync_once(&self) -> Result<u64> {
-        // Records of a segment sealed a moment ago are made durable by its seal.
-        self.wait_sealed();
         self.check_poison()?;
-        let (syncer, len, end, base, path) = {
+        let (syncer, len, end, base, path, seals) = {
             let w = lock(&self.writer);
+            // Seals started so far (each under this lock): the records before the active
+            // segment are durable once these have finished.
+            let seals = self.seals.load(Ordering::Acquire);
+            // Waiters for records below `len` can wait for this sync rather than start one.
+            {
+                let mut s = lock(&self.sync);
+                s.covering = s.covering.max(w.next_seq);
+            }
             // With no active segment (its creation failed), the retired one holds the last
             // records: it is synced instead.
             match w.active.as_ref().or(w.retired.as_ref()) {
@@ -681,8 +712,9 @@ impl Inner {
                     a.end,
                     a.base,
                     a.seg_path.clone(),
+                    seals,
                 ),
-                None => (None, w.next_seq, 0, 0, PathBuf::new()),
+                None => (None, w.next_seq, 0, 0, PathBuf::new(), seals),
             }
         };
         if let Some(syncer) = syncer {
@@ -699,6 +731,15 @@ impl Inner {
                 a.synced_end = a.synced_end.max(end);
             }
         }
+        // The records of the segments retired before `len` was taken are durable once their
+        // seals (each an fdatasync of its segment) have finished.
+        let mut s = lock(&self.sync);
+        while s.seals_done < seals {
+            self.check_poison()?;
+            s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(s);
+        self.check_poison()?;
         Ok(len)
     }
 

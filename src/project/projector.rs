@@ -3,7 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::event::{Block, Event, EventData, Map, Opt, SurfaceOp, ToolCall, ToolResult};
+use crate::event::{
+    Block, Event, EventData, Map, Opt, SurfaceOp, ToolCall, ToolContent, ToolResult,
+};
 
 use super::error::{ProjectError, RangeEnd};
 use super::message::{Frozen, Message, Messages, Role, Surface};
@@ -91,6 +93,53 @@ enum Plan<'e> {
 /// ([`Projector::check_plan`]).
 pub(crate) struct Checked<'e>(Plan<'e>);
 
+/// A [`Checked`] plan that no longer borrows its event ([`Checked::detach`]), for
+/// [`Projector::apply_detached`], which moves the content out of the event.
+pub(crate) enum Detached {
+    /// Nothing is projected or tracked.
+    Skip,
+    /// A `tool/call` to track (read from the event, which keeps it).
+    Call,
+    /// A `step/end` (with its step) or `turn/end` (without): its unanswered calls are closed.
+    End { turn: u64, step: Option<u64> },
+    /// A user, assistant or system message: its blocks.
+    Blocks { role: Role, place: Place },
+    /// A tool result, its `toolUseId` resolved, and the call it answers.
+    ToolResult {
+        tool_use_id: String,
+        answers: Option<u64>,
+        place: Place,
+    },
+}
+
+impl Checked<'_> {
+    /// The plan without its borrow of the event.
+    pub(crate) fn detach(self) -> Detached {
+        match self.0 {
+            Plan::Node {
+                message: Pending::Blocks(role, _),
+                place,
+            } => Detached::Blocks { role, place },
+            Plan::Node {
+                message:
+                    Pending::ToolResult {
+                        tool_use_id,
+                        answers,
+                        ..
+                    },
+                place,
+            } => Detached::ToolResult {
+                tool_use_id,
+                answers,
+                place,
+            },
+            Plan::Skip => Detached::Skip,
+            Plan::Call(_) => Detached::Call,
+            Plan::End { turn, step } => Detached::End { turn, step },
+        }
+    }
+}
+
 /// The message a surface event projects to, still borrowed from the event.
 enum Pending<'e> {
     /// The exact content blocks of a user, assistant or system message.
@@ -105,7 +154,7 @@ enum Pending<'e> {
 }
 
 /// Where a new node goes.
-enum Place {
+pub(crate) enum Place {
     /// At the end.
     Append,
     /// In place of the nodes at surface positions `start..=end`.
@@ -135,16 +184,72 @@ impl Projector {
     }
 
     /// Checks `event` as [`check`](Self::check) does and returns what applying it will do, for
-    /// [`apply_checked`](Self::apply_checked): a caller that writes the event between the check
+    /// [`apply_detached`](Self::apply_detached): a caller that writes the event between the check
     /// and the apply works the plan out once.
     pub(crate) fn check_plan<'e>(&self, event: &'e Event) -> Result<Checked<'e>, ProjectError> {
         Ok(Checked(self.plan(event)?))
     }
 
-    /// Applies `event` as [`check_plan`](Self::check_plan) planned it, against this same state
-    /// (no change in between).
-    pub(crate) fn apply_checked(&mut self, event: &Event, checked: Checked<'_>) {
-        self.apply_plan(event, checked.0);
+    /// Applies `event` as [`check_plan`](Self::check_plan) planned it (its plan
+    /// [`detach`](Checked::detach)ed), against this same state, moving the message's content out
+    /// of the event instead of copying it. For a caller that owns the event and has written it
+    /// already: the event's surface content (blocks, a tool result's name and output) is left
+    /// empty.
+    pub(crate) fn apply_detached(&mut self, event: &mut Event, plan: Detached) {
+        let seq = event.seq;
+        match plan {
+            Detached::Skip => self.apply_plan(event, Plan::Skip),
+            Detached::End { turn, step } => self.apply_plan(event, Plan::End { turn, step }),
+            Detached::Call => match &event.data {
+                EventData::ToolCall(call) => self.apply_plan(event, Plan::Call(call)),
+                // The plan came from this event: only a call plans a call.
+                _ => self.last_seq = Some(seq),
+            },
+            Detached::Blocks { role, place } => {
+                let content = match &mut event.data {
+                    EventData::UserMessage(m) => std::mem::take(&mut m.content),
+                    EventData::SystemMessage(m) => std::mem::take(&mut m.content),
+                    EventData::AssistantMessage(m) => std::mem::take(&mut m.message.content),
+                    // The plan came from this event: no other type plans blocks.
+                    _ => Vec::new(),
+                };
+                let message = Message {
+                    role,
+                    content,
+                    source_seq: seq,
+                };
+                self.place(Arc::new(message), place);
+                self.last_seq = Some(seq);
+            }
+            Detached::ToolResult {
+                tool_use_id,
+                answers,
+                place,
+            } => {
+                if let EventData::ToolResult(result) = &mut event.data {
+                    let m = &mut result.message;
+                    let message = Message {
+                        role: Role::User,
+                        content: vec![Block::ToolResult {
+                            tool_use_id,
+                            tool_name: std::mem::take(&mut m.tool_name),
+                            content: std::mem::replace(
+                                &mut m.content,
+                                ToolContent::Text(String::new()),
+                            ),
+                            is_error: m.is_error,
+                            extra: Map::new(),
+                        }],
+                        source_seq: seq,
+                    };
+                    self.place(Arc::new(message), place);
+                    if let Some(call_seq) = answers {
+                        self.mark_answered(call_seq, seq);
+                    }
+                }
+                self.last_seq = Some(seq);
+            }
+        }
     }
 
     fn apply_plan(&mut self, event: &Event, plan: Plan<'_>) {

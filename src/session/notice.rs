@@ -1,5 +1,6 @@
 //! Subscriptions: appended events and lifecycle notices, as they happen.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -59,37 +60,37 @@ pub enum Notice {
 #[derive(Debug, Default)]
 pub(crate) struct Subscribers<T> {
     senders: Mutex<Vec<Sender<T>>>,
+    /// `senders.len()`, read without the lock: an append with nobody listening (the common
+    /// case) checks this alone.
+    count: AtomicUsize,
 }
 
 impl<T: Clone> Subscribers<T> {
     pub(crate) fn new() -> Self {
         Subscribers {
             senders: Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
         }
     }
 
     /// A new receiver of everything sent from now on.
     pub(crate) fn subscribe(&self) -> Receiver<T> {
         let (tx, rx) = channel();
-        self.senders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(tx);
+        let mut senders = self.senders.lock().unwrap_or_else(|e| e.into_inner());
+        senders.push(tx);
+        self.count.store(senders.len(), Ordering::Release);
         rx
     }
 
     /// True when somebody listens (so notices are built only then).
     pub(crate) fn any(&self) -> bool {
-        !self
-            .senders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
+        self.count.load(Ordering::Acquire) > 0
     }
 
     /// Sends to every live receiver, forgetting the ones that were dropped.
     pub(crate) fn send(&self, items: &[T]) {
         let mut senders = self.senders.lock().unwrap_or_else(|e| e.into_inner());
         senders.retain(|tx| items.iter().all(|item| tx.send(item.clone()).is_ok()));
+        self.count.store(senders.len(), Ordering::Release);
     }
 }

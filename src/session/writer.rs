@@ -389,12 +389,15 @@ impl Session {
         check_shape(&event)?;
         let facts = Facts::of(&event);
         inner.lifecycle.check(&facts)?;
+        // The plan no longer borrows the event: once written, its content moves into the
+        // projection instead of being copied (the draft is ours, and nothing reads it after).
         let plan = if projector_wants(kind) {
             Some(
                 inner
                     .projector
                     .check_plan(&event)
-                    .map_err(|e| surface_error(&inner.lifecycle, &event, e))?,
+                    .map_err(|e| surface_error(&inner.lifecycle, &event, e))?
+                    .detach(),
             )
         } else {
             None
@@ -408,12 +411,16 @@ impl Session {
         let seq = self.log.append_with(&buf[start..], Durability::Os)?;
         debug_assert_eq!(seq, event.seq);
         inner.lifecycle.apply(&facts);
-        if let Some(plan) = plan {
-            inner.projector.apply_checked(&event, plan);
-        }
         inner.last_time = inner.last_time.max(event.time);
         if self.subscribers.any() {
+            // Subscribers get the whole event: the projection copies what it keeps.
+            if let Some(plan) = plan {
+                let mut copy = event.clone();
+                inner.projector.apply_detached(&mut copy, plan);
+            }
             self.notify(vec![event]);
+        } else if let Some(plan) = plan {
+            inner.projector.apply_detached(&mut event, plan);
         }
         Ok(Some(seq))
     }
