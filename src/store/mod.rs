@@ -43,7 +43,7 @@ use crate::session::{
     OpenReport, Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
 
-pub use config::{parse_size, StoreConfig, CONFIG_FILE};
+pub use config::{parse_size, RedactConfig, StoreConfig, CONFIG_FILE};
 pub use fork::{turn_end_len, ForkPoint, ForkReport};
 pub use import::{ImportLimit, ImportOptions, ImportReport};
 pub use search::StoreStats;
