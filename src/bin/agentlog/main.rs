@@ -81,6 +81,9 @@ enum Command {
     Gc(cmd::manage::GcArgs),
     Ship(cmd::ship::Args),
     Restore(cmd::restore::Args),
+    Secrets(cmd::secrets::ScanArgs),
+    Redact(cmd::secrets::RedactArgs),
+    Purge(cmd::secrets::PurgeArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +113,9 @@ fn main() -> ExitCode {
         Command::Gc(a) => cmd::manage::run_gc(&ctx, a),
         Command::Ship(a) => cmd::ship::run(&ctx, a),
         Command::Restore(a) => cmd::restore::run(&ctx, a),
+        Command::Secrets(a) => cmd::secrets::run_scan(&ctx, a),
+        Command::Redact(a) => cmd::secrets::run_redact(&ctx, a),
+        Command::Purge(a) => cmd::secrets::run_purge(&ctx, a),
     };
     match result {
         Ok(code) => code,
