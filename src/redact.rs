@@ -299,7 +299,8 @@ impl Check {
                 !matches!(first, '$' | '%' | '*' | '<' | '{' | '[')
                     && !PLACEHOLDERS.iter().any(|p| lower.starts_with(p))
                     && !lower.contains("example")
-                    && distinct(secret) >= 3
+                    && !lower.contains("xxxx")
+                    && distinct(secret) >= 4
             }
             Check::Luhn => luhn(secret),
             Check::Phone => {

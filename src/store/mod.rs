@@ -47,9 +47,7 @@ use crate::session::{
 pub use config::{parse_size, RedactConfig, StoreConfig, CONFIG_FILE};
 pub use fork::{turn_end_len, ForkPoint, ForkReport};
 pub use import::{ImportLimit, ImportOptions, ImportReport};
-pub use rewrite::{
-    PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE,
-};
+pub use rewrite::{PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE};
 pub use search::StoreStats;
 // The search and statistics types, here too: a store search is where most callers start.
 pub use crate::session::{Query, SearchStats, SessionStats, TextMatcher, TypeFilter};

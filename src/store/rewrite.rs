@@ -20,9 +20,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::event::{
-    decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value,
-};
+use crate::event::{decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
 use crate::log;
 use crate::redact::{Finding, Redactor};
 use crate::session::{now_ms, Session, SessionMeta, SessionReader, SessionState};
@@ -285,7 +283,9 @@ impl Store {
                 for event in reader.events() {
                     let event = event?;
                     match &event.data {
-                        crate::event::ArchivedEventData::TurnStart(s) if s.turn.to_native() == t => {
+                        crate::event::ArchivedEventData::TurnStart(s)
+                            if s.turn.to_native() == t =>
+                        {
                             start = Some(event.seq())
                         }
                         crate::event::ArchivedEventData::TurnEnd(e)
@@ -506,4 +506,3 @@ fn exchange(a: &Path, b: &Path) -> Result<()> {
         )
     })
 }
-

@@ -30,7 +30,11 @@ the custom rules of the store's agentlog.toml ([redact.custom], always on). See 
 #[command(after_help = RULES_HELP)]
 pub struct ScanArgs {
     /// Session ids of the store
-    #[arg(value_name = "SESSION", required_unless_present = "all", conflicts_with = "all")]
+    #[arg(
+        value_name = "SESSION",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
     ids: Vec<String>,
     /// Every session of the store (deleted ones too: their files are still there)
     #[arg(long)]
@@ -58,7 +62,11 @@ pub struct ScanArgs {
 #[command(after_help = RULES_HELP)]
 pub struct RedactArgs {
     /// Session ids of the store
-    #[arg(value_name = "SESSION", required_unless_present = "all", conflicts_with = "all")]
+    #[arg(
+        value_name = "SESSION",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
     ids: Vec<String>,
     /// Every session of the store (deleted ones too)
     #[arg(long)]
@@ -87,7 +95,12 @@ pub struct PurgeArgs {
     #[arg(value_name = "SESSION")]
     id: String,
     /// The turn to purge (its turn/start through its turn/end)
-    #[arg(long, value_name = "N", required_unless_present = "seq", conflicts_with = "seq")]
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "seq",
+        conflicts_with = "seq"
+    )]
     turn: Option<u64>,
     /// The seqs to purge, A..B (both included)
     #[arg(long, value_name = "A..B")]
@@ -161,10 +174,7 @@ pub fn run_scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
         }
     }
     if !a.json {
-        eprintln!(
-            "{found} finding{}",
-            if found == 1 { "" } else { "s" }
-        );
+        eprintln!("{found} finding{}", if found == 1 { "" } else { "s" });
     }
     Ok(if found > 0 {
         ExitCode::FAILURE
@@ -183,9 +193,7 @@ fn print_reports(reports: &[RewriteReport], what: &str, json: bool) -> Result<()
                 ("matches", Value::from(r.matches)),
                 (
                     "sharedWith",
-                    r.shared_with
-                        .as_deref()
-                        .map_or(Value::Null, Value::from),
+                    r.shared_with.as_deref().map_or(Value::Null, Value::from),
                 ),
             ]))?;
         } else {
