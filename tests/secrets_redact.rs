@@ -32,7 +32,12 @@ fn store_with_config(dir: &std::path::Path, toml: &str) -> Store {
 fn assert_gone(root: &std::path::Path, secrets: &[Planted]) {
     for p in secrets {
         let hits = grep_r(root, &p.secret);
-        assert!(hits.is_empty(), "{} secret {:?} still in {hits:?}", p.rule, p.secret);
+        assert!(
+            hits.is_empty(),
+            "{} secret {:?} still in {hits:?}",
+            p.rule,
+            p.secret
+        );
     }
 }
 
@@ -63,7 +68,11 @@ fn lines(secrets: &[Planted]) -> Vec<String> {
             s(6),
             s(7)
         ),
-        format!(r#"{{"type":"error","data":{{"message":{},"stack":{}}}}}"#, s(8), s(9)),
+        format!(
+            r#"{{"type":"error","data":{{"message":{},"stack":{}}}}}"#,
+            s(8),
+            s(9)
+        ),
         format!(
             r#"{{"type":"system/message","data":{{"role":"system","content":[{{"type":"text","text":{}}},{{"type":"reasoning","text":{}}}]}}}}"#,
             s(10),
@@ -92,15 +101,25 @@ fn library_appends_are_redacted_before_disk() {
     let store = store_with_config(&root, CONFIG);
     let title = secrets[0].text.clone();
     let s = store
-        .create(NewSession::default().id("s1").title(title).cwd(secrets[1].text.clone()))
+        .create(
+            NewSession::default()
+                .id("s1")
+                .title(title)
+                .cwd(secrets[1].text.clone()),
+        )
         .unwrap();
     let ls = lines(&secrets);
     // One by one, and the rest as a batch.
     for l in &ls[..4] {
         s.append_draft(parse_draft_line(l).unwrap()).unwrap();
     }
-    s.append_drafts(ls[4..].iter().map(|l| parse_draft_line(l).unwrap()).collect())
-        .unwrap();
+    s.append_drafts(
+        ls[4..]
+            .iter()
+            .map(|l| parse_draft_line(l).unwrap())
+            .collect(),
+    )
+    .unwrap();
     s.close().unwrap();
     assert_gone(&root, &secrets);
     let r = store.reader("s1").unwrap();
@@ -153,7 +172,10 @@ fn import_redacts_events_and_header() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("store");
     let secrets = planted(3);
-    let store = store_with_config(&root, "[redact]\nrules = [\"credentials\", \"pii\"]\nmode = \"hash\"\n");
+    let store = store_with_config(
+        &root,
+        "[redact]\nrules = [\"credentials\", \"pii\"]\nmode = \"hash\"\n",
+    );
     let mut input = format!(
         "{{\"type\":\"session\",\"version\":1,\"id\":\"imp\",\"createdAt\":1,\"title\":{},\"x-note\":{}}}\n",
         Value::String(secrets[2].text.clone()),
@@ -161,7 +183,11 @@ fn import_redacts_events_and_header() {
     );
     for (i, l) in lines(&secrets).iter().enumerate() {
         // Import needs seq and time.
-        let l = l.replacen("{\"type\":", &format!("{{\"seq\":{i},\"time\":{i},\"type\":"), 1);
+        let l = l.replacen(
+            "{\"type\":",
+            &format!("{{\"seq\":{i},\"time\":{i},\"type\":"),
+            1,
+        );
         input.push_str(&l);
         input.push('\n');
     }
@@ -259,7 +285,11 @@ fn cli_append_and_import_redact() {
     // The export holds no secret; import a file that does (with seqs and times).
     let mut raw = String::new();
     for (i, l) in lines(&secrets).iter().enumerate() {
-        raw.push_str(&l.replacen("{\"type\":", &format!("{{\"seq\":{i},\"time\":{i},\"type\":"), 1));
+        raw.push_str(&l.replacen(
+            "{\"type\":",
+            &format!("{{\"seq\":{i},\"time\":{i},\"type\":"),
+            1,
+        ));
         raw.push('\n');
     }
     std::fs::write(&f, raw).unwrap();

@@ -228,6 +228,9 @@ impl Store {
     /// Fails while a writer has one of them open. Returns a report per session rewritten (none
     /// when nothing matched).
     pub fn redact(&self, id: &str, redactor: &Redactor) -> Result<Vec<RewriteReport>> {
+        // What a killed rewrite left (an old session among them) goes, even when nothing is
+        // found now.
+        let _ = super::import::remove_leftovers(&self.root.join(SESSIONS_DIR));
         let mut reports = Vec::new();
         let shared = self.sharing_files(id)?;
         for (target, by) in std::iter::once((id.to_string(), None))
