@@ -61,9 +61,12 @@ fn append(c: &mut Criterion) {
                         redact: redact.clone(),
                         ..SessionOptions::default()
                     };
-                    let session =
-                        Session::create(dir.path().join("s"), SessionMeta::new("bench", 0), options)
-                            .expect("create");
+                    let session = Session::create(
+                        dir.path().join("s"),
+                        SessionMeta::new("bench", 0),
+                        options,
+                    )
+                    .expect("create");
                     let drafts: Vec<Draft> = events
                         .iter()
                         .map(|e| Draft {

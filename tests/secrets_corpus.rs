@@ -118,7 +118,7 @@ fn redaction_records_rule_and_path_and_round_trips() {
     let line = format!(
         r#"{{"type":"tool/result","seq":4,"time":5,"data":{{"turn":1,"step":1,"message":{{"role":"tool","toolName":"sh","content":[{{"type":"text","text":"ok"}},{{"type":"text","text":{}}}],"isError":false}},"meta":{{"env":["a",{}]}}}}}}"#,
         agentlog::event::Value::String(key.text.clone()),
-        agentlog::event::Value::String(format!("mail a.b@c.org")),
+        agentlog::event::Value::String("mail a.b@c.org".to_string()),
     );
     let mut e = agentlog::event::parse_event_line(&line).unwrap();
     let n = r.redact_event(&mut e);

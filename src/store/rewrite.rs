@@ -84,7 +84,7 @@ fn linked_files(dir: &Path) -> Result<HashSet<(u64, u64)>> {
         let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
         let m = entry
             .metadata()
-            .map_err(|e| Error::io("read", &entry.path(), e))?;
+            .map_err(|e| Error::io("read", entry.path(), e))?;
         if m.is_file() && m.nlink() > 1 {
             set.insert((m.dev(), m.ino()));
         }
