@@ -311,6 +311,19 @@ impl Check {
     }
 }
 
+/// A built-in pattern with ASCII classes: word boundaries, digits, word characters and spaces
+/// of ASCII, so that the regex engine's DFA handles any text (a Unicode word boundary sends
+/// non-ASCII text to a much slower engine) and its tables stay small. Every built-in rule is
+/// about ASCII secrets.
+fn ascii(pattern: &str) -> String {
+    pattern
+        .replace(r"\b", r"(?-u:\b)")
+        .replace(r"\d", "[0-9]")
+        .replace(r"[^\w", "[^0-9A-Za-z_")
+        .replace(r"[^\s", r"[^\t\n\x0B\x0C\r ")
+        .replace(r"\s", r"[\t\n\x0B\x0C\r ]")
+}
+
 /// The rules a list of names selects: set names, built-in rule names, custom rule names.
 /// Unknown names are an error naming them.
 fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<Vec<Rule>, String> {
@@ -338,7 +351,8 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
     let wanted = |rule: &str, set: &str| names.iter().any(|n| n.trim() == rule || n.trim() == set);
     for b in BUILTIN_RULES {
         if wanted(b.name, b.set) {
-            let regex = Regex::new(b.pattern).map_err(|e| format!("rule {}: {e}", b.name))?;
+            let regex =
+                Regex::new(&ascii(b.pattern)).map_err(|e| format!("rule {}: {e}", b.name))?;
             chosen.push(Rule {
                 name: b.name.to_string(),
                 regex,
