@@ -21,7 +21,6 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 #[path = "support/gen.rs"]
 mod gen;
 #[path = "support/peers.rs"]
-#[allow(dead_code)]
 mod peers;
 
 /// Events appended per timed run.
