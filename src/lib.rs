@@ -9,6 +9,7 @@
 //!   durability modes, zero-copy readers in any process);
 //! - [`session`]: a log with its header, lifecycle rules, turn state, resume and replay;
 //! - [`project`]: the incremental projection (`derive_messages`) and provider renderings;
+//! - [`redact`]: secrets and personal data redacted at append, scanned for, rewritten away;
 //! - [`store`]: many sessions in one directory: create, import, fork, list, search, stats;
 //! - `ship` (the `nats` feature): sessions shipped to a NATS JetStream stream and restored
 //!   from it on any host.
@@ -62,6 +63,7 @@ pub mod event;
 pub mod import;
 pub mod log;
 pub mod project;
+pub mod redact;
 pub mod session;
 #[cfg(feature = "nats")]
 pub mod ship;

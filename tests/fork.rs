@@ -201,6 +201,7 @@ fn sealed_segments_are_shared_and_copied_before_a_change() {
             .segment_size(4 << 10)
             .recovery(agentlog::log::RecoveryMode::Salvage),
         keep_raw_chunks: true,
+        ..Default::default()
     };
     let (child, _) = agentlog::session::Session::open(dir.path().join("sessions/c"), opts).unwrap();
     assert!(child.len() < 333);

@@ -89,6 +89,7 @@ fn eight_appenders_of_one_session_share_fdatasyncs() {
             .durability(Durability::Sync)
             .storage(storage),
         keep_raw_chunks: true,
+        ..SessionOptions::default()
     };
     let session =
         Arc::new(Session::create(dir.path().join("s"), SessionMeta::new("s", 0), options).unwrap());

@@ -256,6 +256,12 @@ impl Map {
         &self.0
     }
 
+    /// The members in order as `(name, value)`, the values mutable (names cannot change, so the
+    /// map never gets a duplicate).
+    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = (&str, &mut Value)> {
+        self.0.iter_mut().map(|m| (m.key.as_str(), &mut m.value))
+    }
+
     /// Appends a member, or refuses it if the name is already there (the map is unchanged then).
     pub fn push(&mut self, key: impl Into<String>, value: Value) -> Result<(), DuplicateKey> {
         let key = key.into();

@@ -33,6 +33,10 @@ pub struct SessionOptions {
     /// Store `assistant/chunk` events. When false, appending a chunk stores nothing and returns
     /// `None` (the `assistant/message` then lists `sourceEventSeqs: []`). Default: `true`.
     pub keep_raw_chunks: bool,
+    /// Redaction at append (docs/events.md §9): every event (and the metadata of a session
+    /// created with these options) passes through it before anything reaches disk. Default:
+    /// `None`, events are stored as given.
+    pub redact: Option<Arc<crate::redact::Redactor>>,
 }
 
 impl Default for SessionOptions {
@@ -40,6 +44,7 @@ impl Default for SessionOptions {
         SessionOptions {
             log: log::Options::default(),
             keep_raw_chunks: true,
+            redact: None,
         }
     }
 }
@@ -88,6 +93,7 @@ pub struct Session {
     meta: Mutex<SessionMeta>,
     inner: Mutex<Inner>,
     keep_raw_chunks: bool,
+    redact: Option<Arc<crate::redact::Redactor>>,
     durability: Durability,
     subscribers: Subscribers<Notice>,
     /// Checkpoints (`CHECKPOINT`): the log's seal count when the last one was started, and
@@ -126,10 +132,13 @@ impl Session {
     /// Creates a new session in `dir` (which must not exist) with `meta`.
     pub fn create(
         dir: impl AsRef<Path>,
-        meta: SessionMeta,
+        mut meta: SessionMeta,
         options: SessionOptions,
     ) -> Result<Session> {
         let dir = dir.as_ref().to_path_buf();
+        if let Some(r) = &options.redact {
+            r.redact_meta(&mut meta);
+        }
         validate_id(&meta.id)?;
         if dir.exists() {
             return Err(Error::Exists(meta.id.clone()));
@@ -171,6 +180,7 @@ impl Session {
             meta: Mutex::new(meta),
             inner: Mutex::new(inner),
             keep_raw_chunks: options.keep_raw_chunks,
+            redact: options.redact.clone(),
             subscribers: Subscribers::new(),
             checkpoint: Mutex::new(CheckpointTask::default()),
             seals_seen: std::sync::atomic::AtomicU64::new(0),
@@ -377,6 +387,9 @@ impl Session {
             return Ok(None);
         }
         let mut event = draft.event;
+        if let Some(r) = &self.redact {
+            r.redact_event(&mut event);
+        }
         event.seq = inner.lifecycle.len();
         if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
             let f = Facts {
@@ -489,6 +502,9 @@ impl Session {
                 None => (&mut inner.lifecycle, &mut inner.projector),
             };
             let mut event = draft.event;
+            if let Some(r) = &self.redact {
+                r.redact_event(&mut event);
+            }
             event.seq = lifecycle.len();
             if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
                 let f = Facts {

@@ -15,15 +15,23 @@
 //! # them transparently; docs/design.md, "Cold segments"). `archive` compresses every segment
 //! # whatever this says.
 //! compress_sealed = false
+//! # Redaction at append (off by default: the default contract is lossless). docs/events.md §9.
+//! [redact]
+//! rules = ["credentials", "pii"]  # sets (credentials, pii) or single rule names
+//! mode = "replace"                # "[REDACTED:<rule>]"; "hash": "[HASH:<rule>:<12 hex>]"
+//! [redact.custom]                 # named custom rules (regular expressions), always on
+//! ticket = "TICKET-[0-9]{6}"
 //! ```
 //!
 //! Every key is optional; an unknown key or a bad value is an error naming it.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::log::{self, Durability};
+use crate::redact::{Mode, Redactor};
 use crate::session::SessionOptions;
 
 /// The name of the configuration file in a store's root.
@@ -43,6 +51,102 @@ pub struct StoreConfig {
     /// Compress each sealed segment of a session being written (in the background, after the
     /// seal). Default: `false`.
     pub compress_sealed: bool,
+    /// Redaction at append (`[redact]`). Default: `None`, off.
+    pub redact: Option<RedactConfig>,
+    /// `redact`, compiled (with the store's key in hash mode).
+    compiled: Compiled,
+}
+
+/// The `[redact]` table of `agentlog.toml` (docs/events.md §9).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RedactConfig {
+    /// Set names (`credentials`, `pii`) and rule names (`rules`).
+    pub rules: Vec<String>,
+    /// Named custom rules, `(name, regular expression)` (`[redact.custom]`), always on.
+    pub custom: Vec<(String, String)>,
+    /// What replaces a match (`mode`: `"replace"` or `"hash"`).
+    pub mode: Mode,
+}
+
+impl RedactConfig {
+    /// The redactor of this configuration (`key`: the store's hash key).
+    pub fn redactor(&self, key: Option<[u8; 32]>) -> std::result::Result<Redactor, String> {
+        Redactor::new(&self.rules, &self.custom, self.mode, key)
+    }
+}
+
+/// The compiled redactor: compared through the configuration it was built from.
+#[derive(Debug, Clone, Default)]
+struct Compiled(Option<Arc<Redactor>>);
+
+impl PartialEq for Compiled {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Compiled {}
+
+fn redact_table(v: &toml::Value) -> std::result::Result<RedactConfig, String> {
+    let t = v
+        .as_table()
+        .ok_or_else(|| format!("redact: expected a table, found {}", v.type_str()))?;
+    let mut c = RedactConfig::default();
+    for (key, v) in t {
+        match key.as_str() {
+            "rules" => {
+                let list = v.as_array().ok_or_else(|| {
+                    format!(
+                        "redact.rules: expected a list of names, found {}",
+                        v.type_str()
+                    )
+                })?;
+                for item in list {
+                    c.rules.push(
+                        item.as_str()
+                            .ok_or_else(|| {
+                                format!("redact.rules: expected names, found {}", item.type_str())
+                            })?
+                            .to_string(),
+                    );
+                }
+            }
+            "mode" => {
+                c.mode = match v.as_str() {
+                    Some("replace") => Mode::Replace,
+                    Some("hash") => Mode::Hash,
+                    _ => {
+                        return Err(format!(
+                            "redact.mode: expected \"replace\" or \"hash\", found {v:?}"
+                        ))
+                    }
+                }
+            }
+            "custom" => {
+                let t = v.as_table().ok_or_else(|| {
+                    format!(
+                        "redact.custom: expected a table of name = \"regex\", found {}",
+                        v.type_str()
+                    )
+                })?;
+                for (name, pattern) in t {
+                    let p = pattern.as_str().ok_or_else(|| {
+                        format!(
+                            "redact.custom.{name}: expected a regular expression string, found {}",
+                            pattern.type_str()
+                        )
+                    })?;
+                    c.custom.push((name.clone(), p.to_string()));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown key redact.{other} (known: rules, mode, custom)"
+                ))
+            }
+        }
+    }
+    c.redactor(None).map_err(|e| format!("redact: {e}"))?;
+    Ok(c)
 }
 
 impl Default for StoreConfig {
@@ -54,6 +158,8 @@ impl Default for StoreConfig {
             keep_raw_chunks: true,
             max_event_size: log.max_event_size,
             compress_sealed: log.compress_sealed,
+            redact: None,
+            compiled: Compiled(None),
         }
     }
 }
@@ -95,7 +201,22 @@ impl StoreConfig {
     pub fn load(root: &Path) -> Result<StoreConfig> {
         let path = root.join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => StoreConfig::parse(&text).map_err(|reason| Error::BadFile { path, reason }),
+            Ok(text) => {
+                let mut c = StoreConfig::parse(&text).map_err(|reason| Error::BadFile {
+                    path: path.clone(),
+                    reason,
+                })?;
+                if let Some(r) = &c.redact {
+                    if r.mode == Mode::Hash {
+                        let key = crate::redact::load_or_create_key(root)?;
+                        let compiled = r
+                            .redactor(Some(key))
+                            .map_err(|reason| Error::BadFile { path, reason })?;
+                        c.compiled = Compiled(Some(Arc::new(compiled)));
+                    }
+                }
+                Ok(c)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreConfig::default()),
             Err(e) => Err(Error::io("read", &path, e)),
         }
@@ -127,6 +248,7 @@ impl StoreConfig {
                         )
                     })?
                 }
+                "redact" => c.redact = Some(redact_table(v)?),
                 "durability" => {
                     let s = v.as_str().ok_or_else(|| {
                         format!(
@@ -148,7 +270,8 @@ impl StoreConfig {
                 other => {
                     return Err(format!(
                         "unknown key {other:?} (known: segment_size, durability, \
-                         sync_interval_ms, keep_raw_chunks, max_event_size, compress_sealed)"
+                         sync_interval_ms, keep_raw_chunks, max_event_size, compress_sealed, \
+                         redact)"
                     ))
                 }
             }
@@ -163,6 +286,9 @@ impl StoreConfig {
                 ))
             }
         };
+        if let Some(r) = &c.redact {
+            c.compiled = Compiled(Some(Arc::new(r.redactor(None)?)));
+        }
         c.session_options()
             .log
             .validate()
@@ -179,7 +305,13 @@ impl StoreConfig {
                 .durability(self.durability)
                 .compress_sealed(self.compress_sealed),
             keep_raw_chunks: self.keep_raw_chunks,
+            redact: self.compiled.0.clone(),
         }
+    }
+
+    /// The redactor of `[redact]` (with the store's key in hash mode), when it is on.
+    pub fn redactor(&self) -> Option<&Arc<Redactor>> {
+        self.compiled.0.as_ref()
     }
 }
 

@@ -279,7 +279,8 @@ pub(crate) fn remove_leftovers(sessions: &Path) -> Result<()> {
         };
         let rest = name
             .strip_prefix(TEMP_PREFIX)
-            .or_else(|| name.strip_prefix(super::fork::FORK_PREFIX));
+            .or_else(|| name.strip_prefix(super::fork::FORK_PREFIX))
+            .or_else(|| name.strip_prefix(super::rewrite::REWRITE_PREFIX));
         if !rest.is_some_and(builder_gone) {
             continue;
         }

@@ -29,6 +29,7 @@
 mod config;
 mod fork;
 mod import;
+mod rewrite;
 mod search;
 
 use std::path::{Path, PathBuf};
@@ -43,9 +44,10 @@ use crate::session::{
     OpenReport, Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
 
-pub use config::{parse_size, StoreConfig, CONFIG_FILE};
+pub use config::{parse_size, RedactConfig, StoreConfig, CONFIG_FILE};
 pub use fork::{turn_end_len, ForkPoint, ForkReport};
 pub use import::{ImportLimit, ImportOptions, ImportReport};
+pub use rewrite::{PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE};
 pub use search::StoreStats;
 // The search and statistics types, here too: a store search is where most callers start.
 pub use crate::session::{Query, SearchStats, SessionStats, TextMatcher, TypeFilter};

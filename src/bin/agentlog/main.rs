@@ -82,6 +82,9 @@ enum Command {
     Ship(cmd::ship::Args),
     Restore(cmd::restore::Args),
     View(cmd::view::Args),
+    Secrets(cmd::secrets::ScanArgs),
+    Redact(cmd::secrets::RedactArgs),
+    Purge(cmd::secrets::PurgeArgs),
 }
 
 fn main() -> ExitCode {
@@ -112,6 +115,9 @@ fn main() -> ExitCode {
         Command::Ship(a) => cmd::ship::run(&ctx, a),
         Command::Restore(a) => cmd::restore::run(&ctx, a),
         Command::View(a) => cmd::view::run(&ctx, a),
+        Command::Secrets(a) => cmd::secrets::run_scan(&ctx, a),
+        Command::Redact(a) => cmd::secrets::run_redact(&ctx, a),
+        Command::Purge(a) => cmd::secrets::run_purge(&ctx, a),
     };
     match result {
         Ok(code) => code,

@@ -13,6 +13,7 @@ pub mod recover;
 pub mod replay;
 pub mod restore;
 pub mod search;
+pub mod secrets;
 pub mod ship;
 pub mod show;
 pub mod stats;

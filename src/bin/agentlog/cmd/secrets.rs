@@ -1,0 +1,276 @@
+//! `agentlog secrets`, `agentlog redact`, `agentlog purge`: secrets found in sessions, redacted
+//! away retroactively, and turns purged (docs/events.md §9).
+
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+
+use agentlog::event::Value;
+use agentlog::redact::{load_or_create_key, Mode, Redactor};
+use agentlog::store::{PurgeRange, RewriteReport, Store};
+
+use crate::cmd::{object, print_json};
+use crate::output::{Color, Paint};
+use crate::target::{explain, Ctx};
+
+const RULES_HELP: &str = "\
+Rules: the sets credentials (aws-access-key-id, aws-secret-access-key, anthropic-key, openai-key,
+github-token, gitlab-token, slack-token, google-api-key, stripe-key, jwt, private-key,
+url-password, password-assignment) and pii (email, card-number, phone), single rule names, and
+the custom rules of the store's agentlog.toml ([redact.custom], always on). See docs/events.md §9.";
+
+/// Scan sessions for secrets and personal data; exit 1 when anything is found
+///
+/// Prints one line per finding: the session, the seq (or `header` for the session's metadata),
+/// where in the event (`data.content[0].text`), the rule and a masked preview (never more than
+/// the first 4 characters). Default rules: the store's [redact] rules, else credentials and pii.
+///
+/// Example: agentlog secrets --all --rules credentials
+#[derive(Debug, clap::Args)]
+#[command(after_help = RULES_HELP)]
+pub struct ScanArgs {
+    /// Session ids of the store
+    #[arg(
+        value_name = "SESSION",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    ids: Vec<String>,
+    /// Every session of the store (deleted ones too: their files are still there)
+    #[arg(long)]
+    all: bool,
+    /// Comma-separated sets or rule names (e.g. credentials,email)
+    #[arg(long, value_name = "R")]
+    rules: Option<String>,
+    /// One JSON object per finding, one per line:
+    /// {"session","seq","path","rule","preview"} (seq null for the metadata)
+    #[arg(long)]
+    json: bool,
+}
+
+/// Redact sessions retroactively: rewrite them with every match replaced, atomically
+///
+/// Each session with a finding is rewritten into new segments (same seqs, same times, the
+/// matches replaced as the store's [redact] mode says: [REDACTED:<rule>] or
+/// [HASH:<rule>:<12 hex>]), swapped in atomically, and its old files removed: afterwards no
+/// byte of a found secret remains in the store. Sessions sharing a segment with it (forks) are
+/// rewritten too and named. A crash leaves the old or the new session whole. Refused while a
+/// writer has the session open.
+///
+/// Example: agentlog redact --all --rules credentials
+#[derive(Debug, clap::Args)]
+#[command(after_help = RULES_HELP)]
+pub struct RedactArgs {
+    /// Session ids of the store
+    #[arg(
+        value_name = "SESSION",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    ids: Vec<String>,
+    /// Every session of the store (deleted ones too)
+    #[arg(long)]
+    all: bool,
+    /// Comma-separated sets or rule names (e.g. credentials,email)
+    #[arg(long, value_name = "R")]
+    rules: Option<String>,
+    /// One JSON object per session rewritten: {"session","events","changed","matches","sharedWith"}
+    #[arg(long)]
+    json: bool,
+}
+
+/// Purge a turn (or a range of seqs): its content is removed, the session is kept
+///
+/// Each event becomes a tombstone keeping seq, time, type, turn and step: turn/start, turn/end,
+/// step/start and step/end stay (without error messages or request settings), every other event
+/// becomes {"type":"purged","data":{"type":ORIGINAL,"turn"?,"step"?}}. The derived history
+/// leaves them out, an `audit/purge` event records the purge, and the session is rewritten as
+/// `redact` rewrites it (no byte of the purged events remains in the store; forks sharing the
+/// segment get the same seqs purged).
+///
+/// Examples: agentlog purge SESSION --turn 3; agentlog purge SESSION --seq 10..14
+#[derive(Debug, clap::Args)]
+pub struct PurgeArgs {
+    /// A session id of the store
+    #[arg(value_name = "SESSION")]
+    id: String,
+    /// The turn to purge (its turn/start through its turn/end)
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "seq",
+        conflicts_with = "seq"
+    )]
+    turn: Option<u64>,
+    /// The seqs to purge, A..B (both included)
+    #[arg(long, value_name = "A..B")]
+    seq: Option<String>,
+    /// One JSON object per session rewritten: {"session","events","changed","matches","sharedWith"}
+    #[arg(long)]
+    json: bool,
+}
+
+fn store(ctx: &Ctx) -> Result<Store> {
+    ctx.require()?;
+    ctx.open_store()
+}
+
+/// The redactor of `--rules` (default: the store's [redact] rules, else credentials and pii),
+/// with the store's custom rules and mode.
+fn redactor(store: &Store, rules: Option<&str>) -> Result<Redactor> {
+    let cfg = store.config().redact.clone().unwrap_or_default();
+    let names: Vec<String> = match rules {
+        Some(r) => r
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None if store.config().redact.is_some() => cfg.rules.clone(),
+        None => vec!["credentials".into(), "pii".into()],
+    };
+    let key = match cfg.mode {
+        Mode::Hash => Some(load_or_create_key(store.root()).map_err(|e| anyhow!("{e}"))?),
+        Mode::Replace => None,
+    };
+    Redactor::new(&names, &cfg.custom, cfg.mode, key).map_err(|e| anyhow!("--rules: {e}"))
+}
+
+fn ids(store: &Store, ids: Vec<String>, all: bool) -> Result<Vec<String>> {
+    if all {
+        store.ids(true).map_err(|e| anyhow!("{e}"))
+    } else {
+        Ok(ids)
+    }
+}
+
+/// `agentlog secrets`.
+pub fn run_scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
+    let store = store(ctx)?;
+    let r = redactor(&store, a.rules.as_deref())?;
+    let mut found = 0usize;
+    let paint = Paint::stdout();
+    for id in ids(&store, a.ids, a.all)? {
+        let findings = store.scan_secrets(&id, &r).map_err(|e| explain(e, &id))?;
+        for f in findings {
+            found += 1;
+            if a.json {
+                print_json(&object(vec![
+                    ("session", Value::from(f.session.as_str())),
+                    ("seq", f.seq.map_or(Value::Null, Value::from)),
+                    ("path", Value::from(f.finding.path.as_str())),
+                    ("rule", Value::from(f.finding.rule.as_str())),
+                    ("preview", Value::from(f.finding.preview.as_str())),
+                ]))?;
+            } else {
+                let at = f.seq.map_or("header".to_string(), |s| format!("seq {s}"));
+                outln!(
+                    "{}  {at}  {}  {}  {}",
+                    f.session,
+                    f.finding.path,
+                    paint.paint(Color::Red, &f.finding.rule),
+                    f.finding.preview
+                )?;
+            }
+        }
+    }
+    if !a.json {
+        eprintln!("{found} finding{}", if found == 1 { "" } else { "s" });
+    }
+    Ok(if found > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_reports(reports: &[RewriteReport], what: &str, json: bool) -> Result<()> {
+    for r in reports {
+        if json {
+            print_json(&object(vec![
+                ("session", Value::from(r.id.as_str())),
+                ("events", Value::from(r.events)),
+                ("changed", Value::from(r.changed)),
+                ("matches", Value::from(r.matches)),
+                (
+                    "sharedWith",
+                    r.shared_with.as_deref().map_or(Value::Null, Value::from),
+                ),
+            ]))?;
+        } else {
+            let shared = r.shared_with.as_deref().map_or(String::new(), |s| {
+                format!(" (it shares segments with or was forked from {s}: rewritten too)")
+            });
+            outln!(
+                "{} {}: {} events, {} changed, {} {what}{shared}",
+                Paint::stdout().paint(Color::Green, "rewrote"),
+                r.id,
+                r.events,
+                r.changed,
+                r.matches
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `agentlog redact`.
+pub fn run_redact(ctx: &Ctx, a: RedactArgs) -> Result<ExitCode> {
+    let store = store(ctx)?;
+    let r = redactor(&store, a.rules.as_deref())?;
+    let mut failed = false;
+    let mut any = false;
+    for id in ids(&store, a.ids, a.all)? {
+        match store.redact(&id, &r) {
+            Ok(reports) => {
+                any |= !reports.is_empty();
+                print_reports(&reports, "matches replaced", a.json)?;
+            }
+            Err(e) => {
+                eprintln!("error: {:#}", explain(e, &id));
+                failed = true;
+            }
+        }
+    }
+    if !any && !a.json {
+        eprintln!("nothing to redact");
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn parse_range(s: &str) -> Result<(u64, u64)> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| anyhow!("--seq {s:?}: expected A..B (e.g. 10..14, both included)"))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("--seq {s:?}: {a:?} is not a seq"))?;
+    let b: u64 = b
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("--seq {s:?}: {b:?} is not a seq"))?;
+    if a > b {
+        bail!("--seq {s:?}: the first seq is after the last");
+    }
+    Ok((a, b))
+}
+
+/// `agentlog purge`.
+pub fn run_purge(ctx: &Ctx, a: PurgeArgs) -> Result<ExitCode> {
+    let range = match (a.turn, a.seq.as_deref()) {
+        (Some(t), _) => PurgeRange::Turn(t),
+        (None, Some(s)) => {
+            let (x, y) = parse_range(s)?;
+            PurgeRange::Seqs(x, y)
+        }
+        (None, None) => bail!("give --turn N or --seq A..B"),
+    };
+    let store = store(ctx)?;
+    let reports = store.purge(&a.id, range).map_err(|e| explain(e, &a.id))?;
+    print_reports(&reports, "events purged", a.json)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,966 @@
+//! Redaction of secrets and personal data (docs/events.md §9).
+//!
+//! A [`Redactor`] holds rules (regular expressions with a name): the built-in sets
+//! `credentials` and `pii` (see [`BUILTIN_RULES`]) and named custom rules. It runs on every
+//! string value of an event (text, tool arguments, results, errors, unknown members, the
+//! header): each match is replaced by `[REDACTED:<rule>]`, or in [`Mode::Hash`] by
+//! `[HASH:<rule>:<12 hex>]`, a keyed hash of the value under the store's secret key (equal
+//! values give equal tags; nothing can be reversed without the key, and not even with it).
+//! The event records what fired in its envelope member `x-redacted`:
+//! `[{"rule":"aws-access-key-id","path":"data.content[0].text"},…]`.
+//!
+//! A store turns it on in `agentlog.toml` (off by default: the default contract is lossless):
+//!
+//! ```toml
+//! [redact]
+//! rules = ["credentials", "pii"]   # sets or single rule names
+//! mode = "replace"                 # or "hash" (key: <store>/redact.key, created 0600)
+//! [redact.custom]
+//! ticket = "TICKET-[0-9]{6}"       # a named custom rule, always on
+//! ```
+//!
+//! ```
+//! use agentlog::redact::{Mode, Redactor};
+//!
+//! let r = Redactor::new(&["credentials".into()], &[], Mode::Replace, None)?;
+//! let mut s = String::from("export AWS_ACCESS_KEY_ID=AKIAQ4W7RZ2N5KXJ3LPM");
+//! let fired = r.redact_string(&mut s);
+//! assert_eq!(s, "export AWS_ACCESS_KEY_ID=[REDACTED:aws-access-key-id]");
+//! assert_eq!(fired, vec!["aws-access-key-id".to_string()]);
+//! # Ok::<(), String>(())
+//! ```
+
+use std::path::Path;
+
+use regex::Regex;
+
+use crate::error::{Error, Result};
+use crate::event::{
+    Block, Chunk, ErrorInfo, Event, EventData, Map, Opt, SessionHeader, ToolContent, Value,
+};
+
+/// The envelope member an event records its redactions in.
+pub const REDACTED_MEMBER: &str = "x-redacted";
+
+/// The name of a store's hash key file (32 random bytes, mode 0600).
+pub const KEY_FILE: &str = "redact.key";
+
+/// What replaces a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// `[REDACTED:<rule>]`.
+    #[default]
+    Replace,
+    /// `[HASH:<rule>:<12 hex>]`: the first 6 bytes of the keyed BLAKE3 hash of the value.
+    Hash,
+}
+
+/// How a rule's match is confirmed beyond its pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Nothing more.
+    None,
+    /// A key or token: not a placeholder (`EXAMPLE`, `xxxx…`, too few distinct characters).
+    Token,
+    /// A password value: not a placeholder (`${VAR}`, `<password>`, `****`, `string`, …).
+    Value,
+    /// A card number: 13 to 19 digits passing the Luhn check.
+    Luhn,
+    /// A phone number: 10 to 15 digits.
+    Phone,
+}
+
+/// One built-in rule: name, set, pattern (group 1, when there is one, is the secret), check.
+pub struct BuiltinRule {
+    /// The rule's name, as written in tags and findings.
+    pub name: &'static str,
+    /// Its set: `credentials` or `pii`.
+    pub set: &'static str,
+    pattern: &'static str,
+    check: Check,
+}
+
+/// The built-in rules, in priority order (where two matches overlap the earlier one wins, then
+/// the rule listed first).
+pub static BUILTIN_RULES: &[BuiltinRule] = &[
+    BuiltinRule {
+        name: "private-key",
+        set: "credentials",
+        pattern: r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
+        check: Check::None,
+    },
+    BuiltinRule {
+        name: "aws-access-key-id",
+        set: "credentials",
+        pattern: r"\b((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "aws-secret-access-key",
+        set: "credentials",
+        pattern: r#"(?i:aws_?secret_?(?:access_?)?key)\\?["']?\s*[:=]\s*\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "anthropic-key",
+        set: "credentials",
+        pattern: r"\b(sk-ant-[a-z0-9]{2,10}-[A-Za-z0-9_-]{20,})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "openai-key",
+        set: "credentials",
+        pattern: r"\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "github-token",
+        set: "credentials",
+        pattern: r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "gitlab-token",
+        set: "credentials",
+        pattern: r"\b(gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "slack-token",
+        set: "credentials",
+        pattern: r"\b(xox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "google-api-key",
+        set: "credentials",
+        pattern: r"\b(AIza[0-9A-Za-z_-]{35})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "stripe-key",
+        set: "credentials",
+        pattern: r"\b((?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,})",
+        check: Check::Token,
+    },
+    BuiltinRule {
+        name: "jwt",
+        set: "credentials",
+        pattern: r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,})",
+        check: Check::None,
+    },
+    BuiltinRule {
+        name: "url-password",
+        set: "credentials",
+        pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{1,15}://[^\s:/@"'<>\\]+:([^\s:/@"'<>\\\[]+)@"#,
+        check: Check::Value,
+    },
+    BuiltinRule {
+        name: "password-assignment",
+        set: "credentials",
+        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
+        check: Check::Value,
+    },
+    BuiltinRule {
+        name: "email",
+        set: "pii",
+        pattern: r"\b([A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b",
+        check: Check::None,
+    },
+    BuiltinRule {
+        name: "card-number",
+        set: "pii",
+        pattern: r"\b((?:4\d{3}|5[1-5]\d{2}|2[2-7]\d{2}|3[47]\d{2}|6011|65\d{2})(?:[ -]?\d){9,15})\b",
+        check: Check::Luhn,
+    },
+    BuiltinRule {
+        name: "phone",
+        set: "pii",
+        pattern: r"(?:^|[^\w+])(\+[1-9]\d{0,2}[ .-]?(?:\(\d{1,4}\)|\d{1,4})(?:[ .-]?\d{2,4}){2,4}|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4}|\b[2-9]\d{2}[ .-]\d{3}[ .-]\d{4})\b",
+        check: Check::Phone,
+    },
+];
+
+/// The names of the built-in sets.
+pub const SETS: &[&str] = &["credentials", "pii"];
+
+struct Rule {
+    name: String,
+    regex: Regex,
+    check: Check,
+}
+
+/// A compiled set of rules and what replaces their matches.
+pub struct Redactor {
+    rules: Vec<Rule>,
+    /// Every rule's pattern in one: a string none of them matches is passed over at once.
+    any: Regex,
+    mode: Mode,
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("rules", &self.rule_names())
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+/// One match found by a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Where in the event (`data.content[0].text`, `header.title`).
+    pub path: String,
+    /// The rule that matched.
+    pub rule: String,
+    /// A masked preview of the value: its first 4 characters, then `…` and its length.
+    pub preview: String,
+}
+
+/// A masked preview of a secret: never more than its first 4 characters (fewer for a short one).
+pub fn mask(secret: &str) -> String {
+    let n = secret.chars().count();
+    let shown = if n >= 16 { 4 } else { n / 4 };
+    let head: String = secret.chars().take(shown).collect();
+    format!("{head}…({n} chars)")
+}
+
+fn luhn(s: &str) -> bool {
+    let digits: Vec<u32> = s.chars().filter_map(|c| c.to_digit(10)).collect();
+    if !(13..=19).contains(&digits.len()) || digits.iter().all(|&d| d == digits[0]) {
+        return false;
+    }
+    let mut sum = 0;
+    for (i, &d) in digits.iter().rev().enumerate() {
+        let d = if i % 2 == 1 { d * 2 } else { d };
+        sum += if d > 9 { d - 9 } else { d };
+    }
+    sum % 10 == 0
+}
+
+fn distinct(s: &str) -> usize {
+    let mut seen = [false; 128];
+    let mut n = 0;
+    for b in s.bytes().filter(|b| b.is_ascii_alphanumeric()) {
+        let b = (b as usize) & 127;
+        if !seen[b] {
+            seen[b] = true;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Values that stand for a password in docs and code, never one.
+const PLACEHOLDERS: &[&str] = &[
+    "string",
+    "str",
+    "none",
+    "null",
+    "nil",
+    "true",
+    "false",
+    "required",
+    "optional",
+    "undefined",
+    "password",
+    "passwd",
+    "secret",
+    "example",
+    "changeme",
+    "redacted",
+    "hidden",
+    "value",
+    "your",
+    "xxxx",
+    "****",
+    "env",
+    "process",
+];
+
+impl Check {
+    fn accepts(self, secret: &str) -> bool {
+        if secret.starts_with("[REDACTED:") || secret.starts_with("[HASH:") {
+            return false;
+        }
+        let lower = secret.to_ascii_lowercase();
+        match self {
+            Check::None => true,
+            Check::Token => {
+                !lower.contains("example")
+                    && !lower.contains("xxxxxx")
+                    && !lower.contains("000000")
+                    && distinct(secret) >= 8
+            }
+            Check::Value => {
+                let first = secret.chars().next().unwrap_or('$');
+                !matches!(first, '$' | '%' | '*' | '<' | '{' | '[')
+                    && !PLACEHOLDERS.iter().any(|p| lower.starts_with(p))
+                    && !lower.contains("example")
+                    && !lower.contains("xxxx")
+                    && distinct(secret) >= 4
+            }
+            Check::Luhn => luhn(secret),
+            Check::Phone => {
+                let d = secret.chars().filter(char::is_ascii_digit).count();
+                (10..=15).contains(&d)
+            }
+        }
+    }
+}
+
+/// A built-in pattern with ASCII classes: word boundaries, digits, word characters and spaces
+/// of ASCII, so that the regex engine's DFA handles any text (a Unicode word boundary sends
+/// non-ASCII text to a much slower engine) and its tables stay small. Every built-in rule is
+/// about ASCII secrets.
+fn ascii(pattern: &str) -> String {
+    pattern
+        .replace(r"\b", r"(?-u:\b)")
+        .replace(r"\d", "[0-9]")
+        .replace(r"[^\w", "[^0-9A-Za-z_")
+        .replace(r"[^\s", r"[^\t\n\x0B\x0C\r ")
+        .replace(r"\s", r"[\t\n\x0B\x0C\r ]")
+}
+
+/// The rules a list of names selects: set names, built-in rule names, custom rule names.
+/// Unknown names are an error naming them.
+fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<Vec<Rule>, String> {
+    let mut chosen: Vec<Rule> = Vec::new();
+    for name in names {
+        let name = name.trim();
+        let known = SETS.contains(&name)
+            || BUILTIN_RULES.iter().any(|r| r.name == name)
+            || custom.iter().any(|(n, _)| n == name);
+        if !known {
+            return Err(format!(
+                "unknown redaction rule {name:?} (sets: credentials, pii; rules: {}{})",
+                BUILTIN_RULES
+                    .iter()
+                    .map(|r| r.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                custom
+                    .iter()
+                    .map(|(n, _)| format!(", {n}"))
+                    .collect::<String>()
+            ));
+        }
+    }
+    let wanted = |rule: &str, set: &str| names.iter().any(|n| n.trim() == rule || n.trim() == set);
+    for b in BUILTIN_RULES {
+        if wanted(b.name, b.set) {
+            let regex =
+                Regex::new(&ascii(b.pattern)).map_err(|e| format!("rule {}: {e}", b.name))?;
+            chosen.push(Rule {
+                name: b.name.to_string(),
+                regex,
+                check: b.check,
+            });
+        }
+    }
+    for (name, pattern) in custom {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "custom rule name {name:?}: use letters, digits, '-' and '_'"
+            ));
+        }
+        if BUILTIN_RULES.iter().any(|r| r.name == name) || SETS.contains(&name.as_str()) {
+            return Err(format!(
+                "custom rule {name:?}: the name of a built-in rule or set"
+            ));
+        }
+        let regex =
+            Regex::new(pattern).map_err(|e| format!("custom rule {name:?} = {pattern:?}: {e}"))?;
+        chosen.push(Rule {
+            name: name.clone(),
+            regex,
+            check: Check::None,
+        });
+    }
+    Ok(chosen)
+}
+
+/// A path in an event, built on the stack as the walk descends (no allocation until a match).
+#[derive(Clone, Copy)]
+struct At<'a> {
+    parent: Option<&'a At<'a>>,
+    seg: Seg<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Name(&'a str),
+    Index(usize),
+}
+
+impl<'a> At<'a> {
+    fn root(name: &'a str) -> At<'a> {
+        At {
+            parent: None,
+            seg: Seg::Name(name),
+        }
+    }
+    fn name(&'a self, name: &'a str) -> At<'a> {
+        At {
+            parent: Some(self),
+            seg: Seg::Name(name),
+        }
+    }
+    fn index(&'a self, i: usize) -> At<'a> {
+        At {
+            parent: Some(self),
+            seg: Seg::Index(i),
+        }
+    }
+    fn render(&self) -> String {
+        let mut segs = Vec::new();
+        let mut at = Some(self);
+        while let Some(a) = at {
+            segs.push(a.seg);
+            at = a.parent;
+        }
+        let mut out = String::new();
+        for seg in segs.iter().rev() {
+            match seg {
+                Seg::Name(n) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(n);
+                }
+                Seg::Index(i) => {
+                    out.push('[');
+                    out.push_str(&i.to_string());
+                    out.push(']');
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What a walk does with each string.
+struct Walk<'r> {
+    redactor: &'r Redactor,
+    /// Replace the matches (else only record them).
+    apply: bool,
+    /// `(rule, path)` of each match, in order.
+    fired: Vec<(String, String)>,
+    /// The findings of a scan (not applying).
+    findings: Vec<Finding>,
+}
+
+impl Walk<'_> {
+    fn string(&mut self, s: &mut String, at: &At<'_>) {
+        let hits = self.redactor.hits(s);
+        if hits.is_empty() {
+            return;
+        }
+        let path = at.render();
+        if self.apply {
+            for (_, _, rule) in &hits {
+                self.fired
+                    .push((self.redactor.rules[*rule].name.clone(), path.clone()));
+            }
+            *s = self.redactor.replace(s, &hits);
+        } else {
+            for (start, end, rule) in hits {
+                self.findings.push(Finding {
+                    path: path.clone(),
+                    rule: self.redactor.rules[rule].name.clone(),
+                    preview: mask(&s[start..end]),
+                });
+            }
+        }
+    }
+
+    fn opt_string(&mut self, s: &mut Opt<String>, at: &At<'_>) {
+        if let Opt::Present(s) = s {
+            self.string(s, at);
+        }
+    }
+
+    fn map(&mut self, m: &mut Map, at: &At<'_>) {
+        for (key, value) in m.values_mut() {
+            self.value(value, &at.name(key));
+        }
+    }
+
+    fn value(&mut self, v: &mut Value, at: &At<'_>) {
+        match v {
+            Value::String(s) => self.string(s, at),
+            Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    self.value(item, &at.index(i));
+                }
+            }
+            Value::Object(m) => self.map(m, at),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    fn opt_value(&mut self, v: &mut Opt<Value>, at: &At<'_>) {
+        if let Opt::Present(v) = v {
+            self.value(v, at);
+        }
+    }
+
+    fn blocks(&mut self, blocks: &mut [Block], at: &At<'_>) {
+        for (i, b) in blocks.iter_mut().enumerate() {
+            let at = at.index(i);
+            match b {
+                Block::Text { text, extra } | Block::Reasoning { text, extra } => {
+                    self.string(text, &at.name("text"));
+                    self.map(extra, &at);
+                }
+                Block::ToolUse {
+                    id,
+                    name,
+                    input,
+                    extra,
+                } => {
+                    self.string(id, &at.name("id"));
+                    self.string(name, &at.name("name"));
+                    self.value(input, &at.name("input"));
+                    self.map(extra, &at);
+                }
+                Block::ToolResult {
+                    tool_use_id,
+                    tool_name,
+                    content,
+                    extra,
+                    ..
+                } => {
+                    self.string(tool_use_id, &at.name("toolUseId"));
+                    self.string(tool_name, &at.name("toolName"));
+                    self.tool_content(content, &at.name("content"));
+                    self.map(extra, &at);
+                }
+                Block::Other(m) => self.map(m, &at),
+            }
+        }
+    }
+
+    fn tool_content(&mut self, c: &mut ToolContent, at: &At<'_>) {
+        match c {
+            ToolContent::Text(s) => self.string(s, at),
+            ToolContent::Blocks(b) => self.blocks(b, at),
+        }
+    }
+
+    fn error_info(&mut self, e: &mut Opt<ErrorInfo>, at: &At<'_>) {
+        if let Opt::Present(e) = e {
+            self.opt_string(&mut e.code, &at.name("code"));
+            self.opt_string(&mut e.message, &at.name("message"));
+            self.map(&mut e.extra, at);
+        }
+    }
+
+    fn event(&mut self, e: &mut Event) {
+        let root = At::root("data");
+        let at = &root;
+        match &mut e.data {
+            EventData::TurnStart(d) => self.map(&mut d.extra, at),
+            EventData::TurnEnd(d) => {
+                let r = at.name("reason");
+                self.error_info(&mut d.reason.error, &r.name("error"));
+                self.map(&mut d.reason.extra, &r);
+                self.map(&mut d.extra, at);
+            }
+            EventData::StepStart(d) => {
+                if let Opt::Present(req) = &mut d.request {
+                    self.map(req, &at.name("request"));
+                }
+                self.map(&mut d.extra, at);
+            }
+            EventData::StepEnd(d) => self.map(&mut d.extra, at),
+            EventData::UserMessage(d) => {
+                self.blocks(&mut d.content, &at.name("content"));
+                self.opt_value(&mut d.envelope, &at.name("envelope"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::AssistantChunk(d) => {
+                let c = at.name("chunk");
+                match &mut d.chunk {
+                    Chunk::TextDelta { text, extra } | Chunk::ReasoningDelta { text, extra } => {
+                        self.string(text, &c.name("text"));
+                        self.map(extra, &c);
+                    }
+                    Chunk::ToolCallDelta {
+                        id,
+                        name,
+                        arguments,
+                        extra,
+                    } => {
+                        self.opt_string(id, &c.name("id"));
+                        self.opt_string(name, &c.name("name"));
+                        self.opt_string(arguments, &c.name("arguments"));
+                        self.map(extra, &c);
+                    }
+                    Chunk::Other(m) => self.map(m, &c),
+                }
+                self.map(&mut d.extra, at);
+            }
+            EventData::AssistantMessage(d) => {
+                let m = at.name("message");
+                self.blocks(&mut d.message.content, &m.name("content"));
+                self.opt_string(&mut d.message.provider, &m.name("provider"));
+                self.opt_string(&mut d.message.model, &m.name("model"));
+                self.opt_value(&mut d.message.replay, &m.name("replay"));
+                self.map(&mut d.message.extra, &m);
+                if let Opt::Present(u) = &mut d.usage {
+                    self.map(&mut u.extra, &at.name("usage"));
+                }
+                self.map(&mut d.extra, at);
+            }
+            EventData::ToolCall(d) => {
+                self.string(&mut d.call_id, &at.name("callId"));
+                self.string(&mut d.name, &at.name("name"));
+                self.string(&mut d.arguments, &at.name("arguments"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::ToolResult(d) => {
+                let m = at.name("message");
+                self.string(&mut d.message.tool_name, &m.name("toolName"));
+                self.tool_content(&mut d.message.content, &m.name("content"));
+                self.map(&mut d.message.extra, &m);
+                self.opt_string(&mut d.call_id, &at.name("callId"));
+                self.error_info(&mut d.error, &at.name("error"));
+                self.opt_value(&mut d.meta, &at.name("meta"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::SystemMessage(d) => {
+                self.blocks(&mut d.content, &at.name("content"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::ApprovalRequest(d) => {
+                self.string(&mut d.call_id, &at.name("callId"));
+                self.string(&mut d.tool, &at.name("tool"));
+                self.opt_string(&mut d.reason, &at.name("reason"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::ApprovalDecision(d) => {
+                self.string(&mut d.call_id, &at.name("callId"));
+                self.opt_string(&mut d.by, &at.name("by"));
+                self.opt_string(&mut d.note, &at.name("note"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::SandboxEvent(d) => {
+                self.string(&mut d.kind, &at.name("kind"));
+                self.opt_value(&mut d.detail, &at.name("detail"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::Error(d) => {
+                self.string(&mut d.message, &at.name("message"));
+                self.opt_string(&mut d.stack, &at.name("stack"));
+                self.map(&mut d.extra, at);
+            }
+            EventData::CompactStart(d) => self.map(&mut d.extra, at),
+            EventData::CompactSummary(d) => {
+                self.string(&mut d.summary, &at.name("summary"));
+                if let Opt::Present(u) = &mut d.usage {
+                    self.map(&mut u.extra, &at.name("usage"));
+                }
+                self.map(&mut d.extra, at);
+            }
+            EventData::CompactEnd(d) => self.map(&mut d.extra, at),
+            EventData::Unknown(d) => self.map(&mut d.data, at),
+        }
+        // Unknown envelope members (an importer's `x-source`), not the record of redactions.
+        for (key, value) in e.extra.values_mut() {
+            if key != REDACTED_MEMBER {
+                self.value(value, &At::root(key));
+            }
+        }
+    }
+}
+
+impl Redactor {
+    /// A redactor of the rules `names` selects (set names, built-in rule names, custom rule
+    /// names) plus every rule of `custom` (`(name, pattern)`), replacing as `mode` says; `key`
+    /// is the hash key ([`Mode::Hash`]; all zeros when `None`).
+    pub fn new(
+        names: &[String],
+        custom: &[(String, String)],
+        mode: Mode,
+        key: Option<[u8; 32]>,
+    ) -> std::result::Result<Redactor, String> {
+        let rules = select(names, custom)?;
+        let any = if rules.is_empty() {
+            // Matches nothing.
+            Regex::new(r"[^\s\S]")
+        } else {
+            Regex::new(
+                &rules
+                    .iter()
+                    .map(|r| format!("(?:{})", r.regex.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            )
+        }
+        .map_err(|e| e.to_string())?;
+        Ok(Redactor {
+            rules,
+            any,
+            mode,
+            key: key.unwrap_or([0; 32]),
+        })
+    }
+
+    /// The names of the rules it applies, in priority order.
+    pub fn rule_names(&self) -> Vec<String> {
+        self.rules.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The non-overlapping matches in `s`: `(start, end, rule index)`, in order.
+    fn hits(&self, s: &str) -> Vec<(usize, usize, usize)> {
+        if s.len() < 6 || !self.any.is_match(s) {
+            return Vec::new();
+        }
+        let mut hits = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            for caps in rule.regex.captures_iter(s) {
+                let Some(m) = caps.get(1).or_else(|| caps.get(0)) else {
+                    continue;
+                };
+                if !m.is_empty() && rule.check.accepts(m.as_str()) {
+                    hits.push((m.start(), m.end(), i));
+                }
+            }
+        }
+        hits.sort_by_key(|&(start, end, rule)| (start, rule, std::cmp::Reverse(end)));
+        let mut out: Vec<(usize, usize, usize)> = Vec::with_capacity(hits.len());
+        for h in hits {
+            if out.last().is_none_or(|last| h.0 >= last.1) {
+                out.push(h);
+            }
+        }
+        out
+    }
+
+    fn tag(&self, rule: &str, secret: &str) -> String {
+        match self.mode {
+            Mode::Replace => format!("[REDACTED:{rule}]"),
+            Mode::Hash => {
+                let h = blake3::keyed_hash(&self.key, secret.as_bytes());
+                let hex: String = h.as_bytes()[..6]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                format!("[HASH:{rule}:{hex}]")
+            }
+        }
+    }
+
+    fn replace(&self, s: &str, hits: &[(usize, usize, usize)]) -> String {
+        let mut out = String::with_capacity(s.len());
+        let mut pos = 0;
+        for &(start, end, rule) in hits {
+            out.push_str(&s[pos..start]);
+            out.push_str(&self.tag(&self.rules[rule].name, &s[start..end]));
+            pos = end;
+        }
+        out.push_str(&s[pos..]);
+        out
+    }
+
+    /// Redacts one string in place; returns the rules that fired, one per match.
+    pub fn redact_string(&self, s: &mut String) -> Vec<String> {
+        let hits = self.hits(s);
+        if hits.is_empty() {
+            return Vec::new();
+        }
+        let names = hits.iter().map(|h| self.rules[h.2].name.clone()).collect();
+        *s = self.replace(s, &hits);
+        names
+    }
+
+    /// Redacts every string value of `event` and records each match in its `x-redacted`
+    /// member (`{"rule","path"}` objects, appended to what is there). Returns the number of
+    /// matches (0: the event is unchanged).
+    pub fn redact_event(&self, event: &mut Event) -> usize {
+        let mut walk = Walk {
+            redactor: self,
+            apply: true,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.event(event);
+        record(&mut event.extra, walk.fired)
+    }
+
+    /// The matches in `event`, without changing it.
+    pub fn scan_event(&self, event: &Event) -> Vec<Finding> {
+        // The walk takes `&mut` (one walk for both uses): a scan runs on a copy only when the
+        // cheap check says something may match.
+        let mut copy = event.clone();
+        let mut walk = Walk {
+            redactor: self,
+            apply: false,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.event(&mut copy);
+        walk.findings
+    }
+
+    /// Redacts the strings of a session header (title, cwd, unknown members), recording the
+    /// matches in its `x-redacted` member. Returns the number of matches.
+    pub fn redact_header(&self, h: &mut SessionHeader) -> usize {
+        let mut walk = Walk {
+            redactor: self,
+            apply: true,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.header_parts(&mut h.title, &mut h.cwd, &mut h.extra);
+        record(&mut h.extra, walk.fired)
+    }
+
+    /// Redacts the strings of a session's metadata that its header holds (title, cwd, unknown
+    /// header members) and its agent configuration. Returns the number of matches.
+    pub fn redact_meta(&self, m: &mut crate::session::SessionMeta) -> usize {
+        let mut walk = Walk {
+            redactor: self,
+            apply: true,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.header_parts(&mut m.title, &mut m.cwd, &mut m.header_extra);
+        if let Some(c) = &mut m.config {
+            walk.value(c, &At::root("config"));
+        }
+        let n = walk.fired.len();
+        record(&mut m.header_extra, walk.fired);
+        n
+    }
+
+    /// The matches in a session's metadata (title, cwd, header members, configuration).
+    pub fn scan_meta(&self, m: &crate::session::SessionMeta) -> Vec<Finding> {
+        let mut copy = m.clone();
+        let mut walk = Walk {
+            redactor: self,
+            apply: false,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.header_parts(&mut copy.title, &mut copy.cwd, &mut copy.header_extra);
+        if let Some(c) = &mut copy.config {
+            walk.value(c, &At::root("config"));
+        }
+        walk.findings
+    }
+}
+
+impl Walk<'_> {
+    fn header_parts(&mut self, title: &mut Opt<String>, cwd: &mut Opt<String>, extra: &mut Map) {
+        let root = At::root("header");
+        self.opt_string(title, &root.name("title"));
+        self.opt_string(cwd, &root.name("cwd"));
+        for (key, value) in extra.values_mut() {
+            if key != REDACTED_MEMBER {
+                self.value(value, &root.name(key));
+            }
+        }
+    }
+}
+
+/// Appends `fired` to the `x-redacted` array of `extra` (creating it). Returns its length.
+fn record(extra: &mut Map, fired: Vec<(String, String)>) -> usize {
+    let n = fired.len();
+    if n == 0 {
+        return 0;
+    }
+    let items = fired.into_iter().map(|(rule, path)| {
+        let mut m = Map::new();
+        let _ = m.push("rule", Value::String(rule));
+        let _ = m.push("path", Value::String(path));
+        Value::Object(m)
+    });
+    match extra.get_mut(REDACTED_MEMBER) {
+        Some(Value::Array(list)) => list.extend(items),
+        Some(other) => *other = Value::Array(items.collect()),
+        None => {
+            let _ = extra.push(REDACTED_MEMBER, Value::Array(items.collect()));
+        }
+    }
+    n
+}
+
+/// Reads the store's hash key (`<root>/redact.key`), creating it with 32 random bytes (mode
+/// 0600) when it does not exist.
+pub fn load_or_create_key(root: &Path) -> Result<[u8; 32]> {
+    use std::io::{Read, Write};
+    let path = root.join(KEY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            return bytes.try_into().map_err(|b: Vec<u8>| Error::BadFile {
+                path: path.clone(),
+                reason: format!(
+                    "a redaction key is 32 bytes, this file holds {}: restore it from a backup \
+                     (a new key gives every hashed value a new tag)",
+                    b.len()
+                ),
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("read", &path, e)),
+    }
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(|e| Error::io("read", Path::new("/dev/urandom"), e))?;
+    let tmp = root.join(format!("{KEY_FILE}.tmp{}", std::process::id()));
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| Error::io("create", &tmp, e))?;
+        f.write_all(&key)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| Error::io("write", &tmp, e))?;
+    }
+    // Two processes creating it at once: the first one's key wins, the other reads it.
+    match std::fs::hard_link(&tmp, &path) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&tmp);
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = std::fs::remove_file(&tmp);
+            load_or_create_key(root)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(Error::io("create", &path, e))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luhn_and_mask() {
+        assert!(luhn("4111 1111 1111 1111"));
+        assert!(!luhn("4111 1111 1111 1112"));
+        assert_eq!(mask("AKIAQ4W7RZ2N5KXJ3LPM"), "AKIA…(20 chars)");
+        assert_eq!(mask("hunter22"), "hu…(8 chars)");
+    }
+}

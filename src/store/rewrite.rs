@@ -1,0 +1,511 @@
+//! Rewriting a session: retroactive redaction ([`Store::redact`]) and purging events
+//! ([`Store::purge`]), docs/events.md §9.
+//!
+//! The log is append-only, so both build the whole session again in a hidden folder of the store
+//! (`sessions/.rewrite~<pid>~<id>`): the same seqs and times, every event checked as an import
+//! checks it. The folder is synced, then exchanged with the session's folder in one atomic
+//! `renameat2(RENAME_EXCHANGE)`, and the old files (now in the hidden folder) are removed. A crash
+//! at any point leaves the old session or the new one whole under the id; the hidden folder a
+//! crash leaves (the new session before the exchange, the old one after) is removed by the next
+//! rewrite, import, fork or `gc`. Checkpoints and other derived files are not carried over (they
+//! are derived again), nor is a `damaged/` folder of salvaged files.
+//!
+//! Forks share sealed segments with their parent through hard links: a rewritten session's old
+//! segment would stay on disk in every session linking it. So the sessions that share a file with
+//! the session rewritten are rewritten too (redaction: with the same rules; purge: the same seqs,
+//! where their events are the same), and named in the report.
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::event::{decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
+use crate::log;
+use crate::redact::{Finding, Redactor};
+use crate::session::{now_ms, Session, SessionMeta, SessionReader, SessionState};
+
+use super::{Store, SESSIONS_DIR};
+
+/// The prefix of the hidden folder a rewrite builds in.
+pub(crate) const REWRITE_PREFIX: &str = ".rewrite~";
+
+/// The event type of a purged event's tombstone (an unknown type: never projected, allowed
+/// anywhere): `{"type":"purged","seq","time","data":{"type":<the event's type>,"turn"?,"step"?}}`.
+pub const TOMBSTONE_TYPE: &str = "purged";
+
+/// The event type of the audit event a purge appends:
+/// `{"startSeq","endSeq","events","turn"?}` (an unknown type).
+pub const PURGE_AUDIT_TYPE: &str = "audit/purge";
+
+/// What to purge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeRange {
+    /// Every event of turn `n`, from its `turn/start` through its `turn/end` (or the end of the
+    /// log for a turn still open).
+    Turn(u64),
+    /// The events with seqs `a..=b`.
+    Seqs(u64, u64),
+}
+
+/// What a rewrite did to one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RewriteReport {
+    /// The session.
+    pub id: String,
+    /// Its events after the rewrite.
+    pub events: u64,
+    /// Events changed (redacted or made tombstones).
+    pub changed: u64,
+    /// Matches replaced (redaction) or events purged (purge).
+    pub matches: u64,
+    /// The session whose rewrite made this one's necessary (it shared a segment with it or was
+    /// forked from it), if this is not the session asked for.
+    pub shared_with: Option<String>,
+}
+
+/// One finding of [`Store::scan_secrets`]: a match in an event or in the metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFinding {
+    /// The session.
+    pub session: String,
+    /// The event's seq; `None` for the session's metadata (`header.title`, …).
+    pub seq: Option<u64>,
+    /// Where, which rule, a masked preview.
+    pub finding: Finding,
+}
+
+/// The (device, inode) of every file in `dir` with more than one link.
+fn linked_files(dir: &Path) -> Result<HashSet<(u64, u64)>> {
+    let mut set = HashSet::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| Error::io("read directory", dir, e))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
+        let m = entry
+            .metadata()
+            .map_err(|e| Error::io("read", entry.path(), e))?;
+        if m.is_file() && m.nlink() > 1 {
+            set.insert((m.dev(), m.ino()));
+        }
+    }
+    Ok(set)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("sync directory", dir, e))
+}
+
+/// The turn and step each event of a log is in (`None` outside), in seq order.
+struct Position {
+    turn: Option<u64>,
+    step: Option<u64>,
+}
+
+impl Position {
+    /// Updates the position for `e` and returns the (turn, step) `e` belongs to.
+    fn advance(&mut self, e: &Event) -> (Option<u64>, Option<u64>) {
+        match &e.data {
+            EventData::TurnStart(d) => {
+                self.turn = Some(d.turn);
+                self.step = None;
+                (self.turn, None)
+            }
+            EventData::TurnEnd(d) => {
+                self.turn = None;
+                self.step = None;
+                (Some(d.turn), None)
+            }
+            EventData::StepStart(d) => {
+                self.step = Some(d.step);
+                (Some(d.turn), Some(d.step))
+            }
+            EventData::StepEnd(d) => {
+                self.step = None;
+                (Some(d.turn), Some(d.step))
+            }
+            _ => (self.turn, self.step),
+        }
+    }
+}
+
+/// The tombstone of `e` (docs/events.md §9): the structure events keep their type and numbers
+/// (so the lifecycle still holds) without content; every other event becomes a `purged` event
+/// naming its type, turn and step.
+fn tombstone(mut e: Event, turn: Option<u64>, step: Option<u64>) -> Event {
+    e.extra = Map::new();
+    match &mut e.data {
+        EventData::TurnStart(d) => d.extra = Map::new(),
+        EventData::TurnEnd(d) => {
+            d.reason.error = Opt::Absent;
+            d.reason.extra = Map::new();
+            d.extra = Map::new();
+        }
+        EventData::StepStart(d) => {
+            d.request = Opt::Absent;
+            d.extra = Map::new();
+        }
+        EventData::StepEnd(d) => d.extra = Map::new(),
+        _ => {
+            let mut data = Map::new();
+            let _ = data.push("type", Value::String(e.data.type_name().to_string()));
+            if let Some(t) = turn {
+                let _ = data.push("turn", Value::Number(crate::event::Number::from_u64(t)));
+            }
+            if let Some(s) = step {
+                let _ = data.push("step", Value::Number(crate::event::Number::from_u64(s)));
+            }
+            e.data = EventData::Unknown(UnknownEvent {
+                type_name: TOMBSTONE_TYPE.to_string(),
+                data,
+            });
+            e.surface_op = None;
+            e.source_event_seqs = None;
+        }
+    }
+    e
+}
+
+impl Store {
+    /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order.
+    pub fn scan_secrets(&self, id: &str, redactor: &Redactor) -> Result<Vec<SecretFinding>> {
+        let reader = self.reader(id)?;
+        let mut out: Vec<SecretFinding> = redactor
+            .scan_meta(reader.meta())
+            .into_iter()
+            .map(|finding| SecretFinding {
+                session: id.to_string(),
+                seq: None,
+                finding,
+            })
+            .collect();
+        for event in reader.events() {
+            let event = event?;
+            let seq = event.seq();
+            let owned = decode_event(event).map_err(|source| Error::Archive {
+                seq: Some(seq),
+                source,
+            })?;
+            out.extend(
+                redactor
+                    .scan_event(&owned)
+                    .into_iter()
+                    .map(|finding| SecretFinding {
+                        session: id.to_string(),
+                        seq: Some(seq),
+                        finding,
+                    }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The other sessions of the store (deleted ones too) that share a file (a hard-linked
+    /// segment, from a fork) with session `id`, or were forked from it (their copy of its
+    /// first events is theirs, not linked, but holds the same content).
+    pub fn sharing_files(&self, id: &str) -> Result<Vec<String>> {
+        let dir = self.existing_dir(id)?;
+        let mine = linked_files(&dir)?;
+        let mut out = Vec::new();
+        for other in self.ids(true)? {
+            if other == id {
+                continue;
+            }
+            let odir = self.root.join(SESSIONS_DIR).join(&other);
+            let child = SessionMeta::load(&odir)
+                .is_ok_and(|m| m.parent_session.present().is_some_and(|p| p == id));
+            if child || (!mine.is_empty() && !linked_files(&odir)?.is_disjoint(&mine)) {
+                out.push(other);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Redacts session `id` retroactively with `redactor`: rewrites it (and every session
+    /// sharing a segment with it) as the module docs say, when the scan finds anything.
+    /// Fails while a writer has one of them open. Returns a report per session rewritten (none
+    /// when nothing matched).
+    pub fn redact(&self, id: &str, redactor: &Redactor) -> Result<Vec<RewriteReport>> {
+        // What a killed rewrite left (an old session among them) goes, even when nothing is
+        // found now.
+        let _ = super::import::remove_leftovers(&self.root.join(SESSIONS_DIR));
+        let mut reports = Vec::new();
+        let shared = self.sharing_files(id)?;
+        for (target, by) in std::iter::once((id.to_string(), None))
+            .chain(shared.into_iter().map(|s| (s, Some(id.to_string()))))
+        {
+            if self.scan_secrets(&target, redactor)?.is_empty() {
+                continue;
+            }
+            let matches = std::cell::Cell::new(0u64);
+            let (events, changed) = self.rewrite(
+                &target,
+                |meta| matches.set(matches.get() + redactor.redact_meta(meta) as u64),
+                |mut e, _| {
+                    let n = redactor.redact_event(&mut e) as u64;
+                    matches.set(matches.get() + n);
+                    Ok((e, n > 0))
+                },
+                |_| None,
+            )?;
+            let matches = matches.get();
+            reports.push(RewriteReport {
+                id: target,
+                events,
+                changed,
+                matches,
+                shared_with: by,
+            });
+        }
+        Ok(reports)
+    }
+
+    /// Purges `range` of session `id`: each event becomes a tombstone keeping seq, time, type,
+    /// turn and step (docs/events.md §9), an `audit/purge` event is appended, and the session is
+    /// rewritten as the module docs say (sessions sharing a segment with it get the same seqs
+    /// purged where their events are the same). Fails while a writer has one open, and when the
+    /// purge would leave the log invalid (a result whose call was purged, a later replace naming
+    /// a purged message): nothing changes then.
+    pub fn purge(&self, id: &str, range: PurgeRange) -> Result<Vec<RewriteReport>> {
+        let reader = self.reader(id)?;
+        let (a, b) = match range {
+            PurgeRange::Seqs(a, b) => {
+                if a > b || b >= reader.len() {
+                    return Err(Error::Invalid(format!(
+                        "cannot purge seqs {a}..{b}: session {id:?} holds seqs 0..{}",
+                        reader.len().saturating_sub(1)
+                    )));
+                }
+                (a, b)
+            }
+            PurgeRange::Turn(t) => {
+                let mut start = None;
+                let mut end = None;
+                for event in reader.events() {
+                    let event = event?;
+                    match &event.data {
+                        crate::event::ArchivedEventData::TurnStart(s)
+                            if s.turn.to_native() == t =>
+                        {
+                            start = Some(event.seq())
+                        }
+                        crate::event::ArchivedEventData::TurnEnd(e)
+                            if e.turn.to_native() == t && start.is_some() =>
+                        {
+                            end = Some(event.seq());
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let Some(start) = start else {
+                    return Err(Error::Invalid(format!(
+                        "session {id:?} has no turn {t} (no turn/start with turn {t})"
+                    )));
+                };
+                (start, end.unwrap_or(reader.len().saturating_sub(1)))
+            }
+        };
+        let turn = match range {
+            PurgeRange::Turn(t) => Some(t),
+            PurgeRange::Seqs(..) => None,
+        };
+        // The sessions sharing a segment, and how far their events are the same as this one's:
+        // found before anything is rewritten.
+        let mut others = Vec::new();
+        for other in self.sharing_files(id)? {
+            let theirs = self.reader(&other)?;
+            let mut common = 0u64;
+            for (x, y) in reader.events().zip(theirs.events()) {
+                let (x, y) = (x?, y?);
+                if common > b || x.to_canonical_string() != y.to_canonical_string() {
+                    break;
+                }
+                common += 1;
+            }
+            if common > a {
+                others.push((other, b.min(common - 1)));
+            }
+        }
+        drop(reader);
+        let mut reports = vec![self.purge_seqs(id, a, b, turn, None)?];
+        for (other, end) in others {
+            reports.push(self.purge_seqs(&other, a, end, turn, Some(id.to_string()))?);
+        }
+        Ok(reports)
+    }
+
+    fn purge_seqs(
+        &self,
+        id: &str,
+        a: u64,
+        b: u64,
+        turn: Option<u64>,
+        by: Option<String>,
+    ) -> Result<RewriteReport> {
+        let mut pos = Position {
+            turn: None,
+            step: None,
+        };
+        let mut purged = 0u64;
+        let (events, changed) = self.rewrite(
+            id,
+            |_| {},
+            |e, seq| {
+                let (t, s) = pos.advance(&e);
+                if (a..=b).contains(&seq) {
+                    purged += 1;
+                    Ok((tombstone(e, t, s), true))
+                } else {
+                    Ok((e, false))
+                }
+            },
+            |_| {
+                let mut data = Map::new();
+                let n = |v: u64| Value::Number(crate::event::Number::from_u64(v));
+                let _ = data.push("startSeq", n(a));
+                let _ = data.push("endSeq", n(b));
+                let _ = data.push("events", n(b - a + 1));
+                if let Some(t) = turn {
+                    let _ = data.push("turn", n(t));
+                }
+                Some(EventData::Unknown(UnknownEvent {
+                    type_name: PURGE_AUDIT_TYPE.to_string(),
+                    data,
+                }))
+            },
+        )?;
+        Ok(RewriteReport {
+            id: id.to_string(),
+            events,
+            changed,
+            matches: purged,
+            shared_with: by,
+        })
+    }
+
+    /// Rewrites session `id`: `meta_fn` changes its metadata, `event_fn` each event (given with
+    /// its seq; returns the event and whether it changed), `tail` an event to append at the end.
+    /// Builds, syncs and swaps in as the module docs say. Returns (events, events changed).
+    fn rewrite(
+        &self,
+        id: &str,
+        meta_fn: impl FnOnce(&mut SessionMeta),
+        mut event_fn: impl FnMut(Event, u64) -> Result<(Event, bool)>,
+        tail: impl FnOnce(u64) -> Option<EventData>,
+    ) -> Result<(u64, u64)> {
+        let dir = self.existing_dir(id)?;
+        let sessions = self.root.join(SESSIONS_DIR);
+        let _ = super::import::remove_leftovers(&sessions);
+        // No writer while the session is rewritten (and none can start: the new folder is
+        // locked before it takes the id).
+        let _old_lock = log::lock_dir(&dir)?;
+        let reader = SessionReader::open(&dir)?;
+        let mut meta = reader.meta().clone();
+        let state = meta.state;
+        meta_fn(&mut meta);
+        meta.state = SessionState::Active;
+        let temp = sessions.join(super::import::temp_name(REWRITE_PREFIX));
+        let built = (|| -> Result<(u64, u64)> {
+            let mut opts = self.config.session_options();
+            opts.redact = None;
+            opts.keep_raw_chunks = true;
+            opts.log.durability = log::Durability::Os;
+            let session = Session::create(&temp, meta.clone(), opts)?;
+            let mut changed = 0u64;
+            let mut last_time = i64::MIN;
+            for event in reader.events() {
+                let event = event?;
+                let seq = event.seq();
+                let owned = decode_event(event).map_err(|source| Error::Archive {
+                    seq: Some(seq),
+                    source,
+                })?;
+                let time = owned.time;
+                last_time = last_time.max(time);
+                let (new, did) = event_fn(owned, seq)?;
+                changed += u64::from(did);
+                session
+                    .append_draft(Draft {
+                        event: new,
+                        seq: Some(seq),
+                        time: Some(time),
+                    })
+                    .map_err(|e| {
+                        Error::Invalid(format!(
+                            "the rewritten session {id:?} would be refused at seq {seq}: {e}"
+                        ))
+                    })?;
+            }
+            let n = reader.len();
+            if let Some(data) = tail(n) {
+                session.append_draft(Draft {
+                    event: Event {
+                        seq: n,
+                        time: now_ms().max(last_time),
+                        data,
+                        surface_op: None,
+                        source_event_seqs: None,
+                        extra: Map::new(),
+                    },
+                    seq: Some(n),
+                    time: Some(now_ms().max(last_time)),
+                })?;
+            }
+            let len = session.len();
+            session.sync()?;
+            session.close()?;
+            if state != SessionState::Active {
+                meta.state = state;
+                meta.save(&temp)?;
+            }
+            sync_dir(&temp)?;
+            Ok((len, changed))
+        })();
+        let (len, changed) = match built {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&temp);
+                return Err(e);
+            }
+        };
+        drop(reader);
+        let new_lock = match log::lock_dir(&temp) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&temp);
+                return Err(e.into());
+            }
+        };
+        if let Err(e) = exchange(&temp, &dir) {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(e);
+        }
+        sync_dir(&sessions)?;
+        // The hidden folder now holds the old session.
+        std::fs::remove_dir_all(&temp).map_err(|e| Error::io("remove", &temp, e))?;
+        sync_dir(&sessions)?;
+        drop(new_lock);
+        Ok((len, changed))
+    }
+}
+
+/// Swaps two folders atomically (`renameat2` with `RENAME_EXCHANGE`).
+fn exchange(a: &Path, b: &Path) -> Result<()> {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        a,
+        rustix::fs::CWD,
+        b,
+        rustix::fs::RenameFlags::EXCHANGE,
+    )
+    .map_err(|e| {
+        Error::io(
+            "exchange (renameat2 RENAME_EXCHANGE; the file system must support it)",
+            a,
+            e.into(),
+        )
+    })
+}
