@@ -1,7 +1,7 @@
 //! Checkpoints: opening a session for writing (resume), its turn state from a reader (`status`),
 //! and its history (`derive_messages`), each starting from the checkpoint a clean
 //! close wrote and, in the same run on the same session, by a full replay (the checkpoint moved
-//! aside). The session is the generated one every bench measures (`support/gen.rs`, ~1 KB mean
+//! aside). The session is the generated one every bench measures (`testkit/src/gen.rs`, ~1 KB mean
 //! events); its size is `AGENTLOG_CKPT_EVENTS` events (default 200,000).
 //!
 //! `cargo bench -p agentlog-benches --bench checkpoint`
@@ -15,8 +15,7 @@ use agentlog::event::Draft;
 use agentlog::session::{Session, SessionMeta, SessionOptions, SessionReader, CHECKPOINT_FILE};
 use criterion::{criterion_group, criterion_main, Criterion};
 
-#[path = "support/gen.rs"]
-mod gen;
+use testkit::gen;
 
 fn build(dir: &Path, n: usize) {
     let s =

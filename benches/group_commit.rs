@@ -23,11 +23,9 @@ use criterion::{
 };
 use rkyv::util::AlignedVec;
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::*;
+use testkit::gen;
+use testkit::peers;
 
 const THREADS: [usize; 4] = [1, 2, 4, 8];
 
