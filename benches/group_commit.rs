@@ -24,7 +24,6 @@ use criterion::{
 use rkyv::util::AlignedVec;
 
 use peers::*;
-use testkit::gen;
 use testkit::peers;
 
 const THREADS: [usize; 4] = [1, 2, 4, 8];

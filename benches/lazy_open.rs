@@ -120,10 +120,7 @@ fn bases(log: &Path) -> Vec<u64> {
     let mut out: Vec<u64> = files(log)
         .iter()
         .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .map(|p| {
-            let stem = p.file_stem().expect("name").to_string_lossy();
-            stem.parse().expect("base seq")
-        })
+        .map(|p| testkit::base_seq(p).expect("base seq"))
         .collect();
     out.sort();
     out

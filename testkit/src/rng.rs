@@ -5,6 +5,7 @@
 pub struct Rng(pub u64);
 
 impl Rng {
+    #[allow(clippy::should_implement_trait)] // an RNG, not an iterator: never ends
     pub fn next(&mut self) -> u64 {
         if self.0 == 0 {
             self.0 = 0x9E37_79B9_7F4A_7C15;

@@ -151,23 +151,9 @@ impl Cli {
     }
 }
 
-/// The segment files of a session directory, sorted.
-pub fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut segs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    segs.sort();
-    segs
-}
+pub use testkit::segments;
 
-/// Flips one bit of the byte at `offset` of `path`.
-pub fn flip(path: &Path, offset: usize) {
-    let mut bytes = std::fs::read(path).unwrap();
-    bytes[offset] ^= 0x20;
-    std::fs::write(path, bytes).unwrap();
-}
+pub use testkit::flip;
 
 /// Copies a session directory (its files; no subfolders are needed).
 pub fn copy_session(from: &Path, to: &Path) {

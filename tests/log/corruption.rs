@@ -63,7 +63,7 @@ fn places(dir: &Path, expected: &[Vec<u8>]) -> Vec<Place> {
     let mut out = Vec::new();
     let mut seq = 0u64;
     for seg in common::segments(dir) {
-        let base: u64 = seg.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+        let base: u64 = common::base_seq(&seg).unwrap();
         assert_eq!(base, seq);
         let bytes = std::fs::read(&seg).unwrap();
         let mut at = 64u64;
@@ -107,7 +107,7 @@ fn classify(places: &[Place], file: &Path, offset: u64) -> Hit {
         return Hit::Index;
     }
     if offset < 64 {
-        let base = file.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+        let base = common::base_seq(file).unwrap();
         return Hit::SegmentHeader {
             seg: file.to_path_buf(),
             base,
@@ -612,13 +612,7 @@ fn swap_in_foreign_segment(which: impl Fn(usize) -> usize, with_index: bool) {
     if with_index {
         std::fs::copy(b.join(&idx), a.join(&idx)).unwrap();
     }
-    let base_seq: u64 = segs[k]
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let base_seq: u64 = common::base_seq(&segs[k]).unwrap();
     let what = format!(
         "segment {k} of {} from another log (index too: {with_index})",
         segs.len()

@@ -27,7 +27,7 @@ fn many_segments(dir: &Path) -> Vec<(u64, PathBuf)> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "seg"))
         .map(|p| {
-            let base = p.file_stem().unwrap().to_string_lossy().parse().unwrap();
+            let base = testkit::base_seq(&p).unwrap();
             (base, p)
         })
         .collect();

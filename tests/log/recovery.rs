@@ -176,13 +176,7 @@ fn a_flipped_bit_in_a_sealed_segment_fails_open_and_salvage_keeps_the_prefix() {
     let segs = common::segments(&orig);
     assert!(segs.len() >= 3, "need sealed segments, got {}", segs.len());
     let idx1 = common::indexes(&orig)[1].clone();
-    let base1: u64 = segs[1]
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let base1: u64 = common::base_seq(&segs[1]).unwrap();
     // Damage record 3 of the second (sealed) segment, in its payload.
     let at = record_offset(&idx1, 3);
     let damaged_seq = base1 + 3;
@@ -431,13 +425,7 @@ fn a_damaged_segment_header_is_reported_with_its_path() {
     assert_eq!(c.path, segs[1]);
     assert_eq!(c.offset, 0);
     let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
-    let base1: u64 = segs[1]
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let base1: u64 = common::base_seq(&segs[1]).unwrap();
     assert_eq!(log.len(), base1);
     assert_eq!(report.cut.unwrap().dropped_segments.len(), segs.len() - 1);
 }

@@ -397,13 +397,7 @@ mod unfinished_seal {
         // The power failed while the second segment was being sealed: its index still says open,
         // and its last records never reached the disk.
         let second = &segs[1];
-        let base: u64 = second
-            .file_stem()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let base: u64 = testkit::base_seq(second).unwrap();
         mark_index_open(&second.with_extension("idx"));
         let at = 64 + 5 * 128;
         let mut b = std::fs::read(second).unwrap();
