@@ -22,7 +22,6 @@ use agentlog::event::access_event;
 use agentlog::log::{Log, LogReader, Options};
 
 use peers::*;
-use testkit::gen;
 use testkit::peers;
 
 // ---------------------------------------------------------------------------------------------
