@@ -2,7 +2,7 @@
 //! its statistics (`stats`) and its history (`derive_messages`), each starting from the
 //! checkpoint a clean close wrote and, in the same run on the same session, by a full replay
 //! (the checkpoint moved aside). The session is the generated one every bench measures
-//! (`support/gen.rs`); its size is `AGENTLOG_CKPT_EVENTS` events (default 100,000) and its mix
+//! (`testkit/src/gen.rs`); its size is `AGENTLOG_CKPT_EVENTS` events (default 100,000) and its mix
 //! `AGENTLOG_CKPT_MIX` (`current`, ~1 KB mean events, the default; or `small`, ~221 B, issue
 //! 14's harness). The session is generated and appended in chunks (memory stays flat); at
 //! 1,000,000 events of the current mix it is about 1 GB on disk (the "1 GB resume" row) and
@@ -20,8 +20,7 @@ use agentlog::event::Draft;
 use agentlog::session::{Session, SessionMeta, SessionOptions, SessionReader, CHECKPOINT_FILE};
 use criterion::{criterion_group, criterion_main, Criterion};
 
-#[path = "support/gen.rs"]
-mod gen;
+use testkit::gen;
 
 fn build(dir: &Path, n: usize, mix: gen::Mix) {
     let s =

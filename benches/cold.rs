@@ -1,4 +1,4 @@
-//! Cold (compressed) segments, on both event mixes (`support/gen.rs`: the current one, about
+//! Cold (compressed) segments, on both event mixes (`testkit/src/gen.rs`: the current one, about
 //! 1 KB a line, and the small-event one of issue 14, about 221 B), in the same run:
 //!
 //! - Sizes, printed to stderr before anything is timed: bytes per event of the plain segments
@@ -22,12 +22,10 @@ use std::time::{Duration, Instant};
 use agentlog::log::{compress_log, LogReader, OsStorage};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use gen::{Mix, Rng};
 use peers::*;
+use testkit::gen;
+use testkit::peers;
 
 /// Events of each mix: the issue's small session had 76,298.
 const EVENTS: usize = 76_298;

@@ -1,5 +1,5 @@
 //! agentlog side by side with JSONL (serde_json) and SQLite (a row per event), on the same
-//! generated events (`support/gen.rs`), in the same run. One criterion group per measurement:
+//! generated events (`testkit/src/gen.rs`), in the same run. One criterion group per measurement:
 //!
 //! - `append`: one event appended at equal durability (in the page cache when the call returns,
 //!   survives `kill -9`): agentlog's engine (`encode_event` + `Log::append`, `Durability::Os`), its
@@ -29,11 +29,9 @@ use std::time::Duration;
 use agentlog::log::{Durability, LogReader};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::*;
+use testkit::gen;
+use testkit::peers;
 
 /// Events in the append pool and in the replay/get/open corpus.
 const EVENTS: usize = 100_000;

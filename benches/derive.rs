@@ -1,6 +1,6 @@
 //! The projection's cost: "apply one more event + messages()" on a projector that has applied
 //! 1,000 and 1,000,000 events (it must be about the same), and a full derive of 1,000,000
-//! events. The events are the generated session every bench measures (`support/gen.rs`): turns
+//! events. The events are the generated session every bench measures (`testkit/src/gen.rs`): turns
 //! and steps, user messages, streamed chunks, assistant messages with tool uses, tool calls and
 //! their results (resolved by callId, by sourceEventSeqs and by name).
 //!
@@ -13,8 +13,7 @@ use agentlog::event::{Block, Event, EventData, Map, Opt, SurfaceOp, UserMessage}
 use agentlog::project::{derive, Projector};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
+use testkit::gen;
 
 /// A user message appended at `seq`: the event applied in "apply one more event".
 fn user_message(seq: u64) -> Event {

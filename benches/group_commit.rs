@@ -23,11 +23,8 @@ use criterion::{
 };
 use rkyv::util::AlignedVec;
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::*;
+use testkit::peers;
 
 const THREADS: [usize; 4] = [1, 2, 4, 8];
 

@@ -1,5 +1,5 @@
 //! Import throughput of Codex rollouts and Claude Code transcripts (`agentlog::import`): a tree
-//! of copies of the six real samples in `tests/data/import/` (`support/import_tree.rs`: each copy
+//! of copies of the six real samples in `tests/data/import/` (`testkit/src/import_tree.rs`: each copy
 //! its own session), imported into a new store per iteration with the default workers.
 //! Throughput = the tree's bytes. One tree per format (`codex`, `claude-code`) and one of both
 //! (`tree`), so that each format's figure is its own.
@@ -12,8 +12,7 @@
 //! For a tree of a gigabyte through the command line, `make_import_tree` writes the same copies
 //! (README, "Importing Codex and Claude Code files").
 
-#[path = "support/import_tree.rs"]
-mod import_tree;
+use testkit::import_tree;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use agentlog::event::parse_event_line;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
 use gen::generated_lines;
+use testkit::gen;
 
 /// The event lines of the example sessions (the one header line left out).
 fn example_lines() -> Vec<String> {

@@ -6,7 +6,7 @@
 //! group, per segment count:
 //!
 //! - `agentlog_last_event`: `LogReader::open` + `get(len - 1)` + `access_event` and the touch of
-//!   `support/peers.rs` (the reader maps the last segment only);
+//!   `testkit/src/peers.rs` (the reader maps the last segment only);
 //! - `agentlog_every_segment_mapped`: the same, after one `get` in every segment, so that every
 //!   segment is mapped as `LogReader::open` did before readers mapped lazily: the same-run
 //!   baseline of the change;
@@ -32,11 +32,9 @@ use agentlog::log::{Log, LogReader, Options};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rkyv::util::AlignedVec;
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::{parse_touch, scratch, touch_archived, Item};
+use testkit::gen;
+use testkit::peers;
 
 const SEGMENT: u64 = 1 << 20;
 
@@ -122,10 +120,7 @@ fn bases(log: &Path) -> Vec<u64> {
     let mut out: Vec<u64> = files(log)
         .iter()
         .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .map(|p| {
-            let stem = p.file_stem().expect("name").to_string_lossy();
-            stem.parse().expect("base seq")
-        })
+        .map(|p| testkit::base_seq(p).expect("base seq"))
         .collect();
     out.sort();
     out

@@ -27,8 +27,7 @@ use criterion::{
 };
 use rkyv::util::AlignedVec;
 
-#[path = "support/gen.rs"]
-mod gen;
+use testkit::gen;
 
 /// Logs and files are started afresh once they hold this much, outside the timed part.
 const CAP: u64 = 256 << 20;

@@ -1,12 +1,11 @@
 //! Writes a tree of Codex rollouts and Claude Code transcripts to measure `agentlog import
-//! --from` on (`support/import_tree.rs`: copies of the six real samples, each a session of its
+//! --from` on (`testkit/src/import_tree.rs`: copies of the six real samples, each a session of its
 //! own). The tree is generated, never committed.
 //!
 //! `cargo run --release -p agentlog-benches --bin make_import_tree -- DIR MB [both|codex|claude-code]`
 //! writes at least MB megabytes (10^6 bytes) of copies under DIR (which must not exist yet).
 
-#[path = "support/import_tree.rs"]
-mod import_tree;
+use testkit::import_tree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! The two event mixes side by side (`support/gen.rs`): the current one (a mean canonical line of
+//! The two event mixes side by side (`testkit/src/gen.rs`): the current one (a mean canonical line of
 //! about 1 KB) and the small-event one of issue 14 (about 221 B: streamed chunks, step and turn
 //! markers, short tool calls and results), in the same run.
 //!
@@ -18,12 +18,10 @@ use agentlog::event::access_event;
 use agentlog::log::{record_size_on_disk, Durability, LogReader};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use gen::Mix;
 use peers::*;
+use testkit::gen;
+use testkit::peers;
 
 /// Events of each mix: the issue's small session had 76,298.
 const EVENTS: usize = 76_298;

@@ -1,5 +1,5 @@
 //! The cost of redaction at append (docs/events.md §9), on the small-event mix of
-//! `support/gen.rs` (issue 14's: streamed chunks, markers, short tool calls and results).
+//! `testkit/src/gen.rs` (issue 14's: streamed chunks, markers, short tool calls and results).
 //!
 //! `redact_append/<rules>`: the same events appended through `Session::append_draft` (default
 //! durability, `Durability::Os`) to a session without redaction (`off`, the baseline), with the
@@ -18,10 +18,8 @@ use agentlog::redact::{Mode, Redactor};
 use agentlog::session::{Session, SessionMeta, SessionOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
+use testkit::gen;
+use testkit::peers;
 
 /// Events appended per timed run.
 const EVENTS: usize = 20_000;

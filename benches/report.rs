@@ -21,11 +21,8 @@ use std::time::{Duration, Instant};
 use agentlog::event::access_event;
 use agentlog::log::{Log, LogReader, Options};
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::*;
+use testkit::peers;
 
 // ---------------------------------------------------------------------------------------------
 // Heap accounting.

@@ -18,11 +18,9 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::*;
+use testkit::gen;
+use testkit::peers;
 
 type MakeSink = Box<dyn Fn(&std::path::Path) -> Box<dyn Sink>>;
 

@@ -25,8 +25,7 @@ use std::time::Duration;
 use agentlog::store::{ImportOptions, Query, Store};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-#[path = "support/gen.rs"]
-mod gen;
+use testkit::gen;
 
 /// Rare in the generated text (three words in a row out of 28 words); ASCII.
 const NEEDLE: &str = "cargo cargo cargo";

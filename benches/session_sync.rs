@@ -1,6 +1,6 @@
 //! `sync` appends from 1, 4 and 8 threads on ONE session, next to N threads on one JSONL file
 //! (issue 14: "`sync` appends, 8 threads on one session ≥ 2× JSONL at 4 and 8 threads"), on the
-//! small-event mix (`support/gen.rs`, `Mix::Small`), in the same run. Throughput is per event,
+//! small-event mix (`testkit/src/gen.rs`, `Mix::Small`), in the same run. Throughput is per event,
 //! over all threads.
 //!
 //! A session's events depend on their order (a `step/end` after its `step/start`), so N threads
@@ -29,11 +29,9 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 
-#[path = "support/gen.rs"]
-mod gen;
-#[path = "support/peers.rs"]
-mod peers;
 use peers::*;
+use testkit::gen;
+use testkit::peers;
 
 const THREADS: [usize; 3] = [1, 4, 8];
 

@@ -1,0 +1,375 @@
+//! `agentlog secrets`, `redact` and `purge` (docs/events.md §9): findings and exit codes, the
+//! JSON form, retroactive redaction keeping seqs and times (forks sharing segments rewritten
+//! too), purged turns as tombstones left out of the history, and `kill -9` at random points of
+//! a rewrite leaving the old or the new session whole, after which a rerun leaves no secret.
+
+use crate::cli_common;
+use testkit::secrets as secrets_common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use agentlog::event::{parse_json, Value};
+use agentlog::redact::{Mode, Redactor};
+use agentlog::store::{PurgeRange, Store};
+use cli_common::Cli;
+use secrets_common::{grep_r, plant, Planted, Rng, RULES};
+
+/// `turns` turns; turn t's user message carries secret t (cycling over `secrets`), the others
+/// filler text.
+fn session_lines(turns: usize, secrets: &[Planted], filler: usize) -> String {
+    let mut out = String::new();
+    for t in 1..=turns {
+        let secret = &secrets[(t - 1) % secrets.len()];
+        let text = Value::String(format!("turn {t}: {}", secret.text));
+        out += &format!("{{\"type\":\"turn/start\",\"data\":{{\"turn\":{t}}}}}\n");
+        out += &format!(
+            "{{\"type\":\"user/message\",\"data\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":{text}}}]}}}}\n"
+        );
+        out += &format!("{{\"type\":\"step/start\",\"data\":{{\"turn\":{t},\"step\":1}}}}\n");
+        for i in 0..filler {
+            out += &format!(
+                "{{\"type\":\"assistant/chunk\",\"data\":{{\"turn\":{t},\"step\":1,\"chunk\":{{\"type\":\"text-delta\",\"text\":\"filler {t} {i} lorem ipsum dolor sit amet\"}}}}}}\n"
+            );
+        }
+        out += &format!(
+            "{{\"type\":\"assistant/message\",\"data\":{{\"turn\":{t},\"step\":1,\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"answer {t}\"}}]}}}}}}\n"
+        );
+        out += &format!("{{\"type\":\"step/end\",\"data\":{{\"turn\":{t},\"step\":1}}}}\n");
+        out += &format!(
+            "{{\"type\":\"turn/end\",\"data\":{{\"turn\":{t},\"reason\":{{\"kind\":\"completed\"}}}}}}\n"
+        );
+    }
+    out
+}
+
+fn planted(seed: u64) -> Vec<Planted> {
+    let mut rng = Rng::new(seed);
+    RULES.iter().map(|r| plant(r, &mut rng)).collect()
+}
+
+#[track_caller]
+fn assert_no_secret(root: &Path, secrets: &[Planted]) {
+    for p in secrets {
+        let hits = grep_r(root, &p.secret);
+        assert!(hits.is_empty(), "{}: {:?} in {hits:?}", p.rule, p.secret);
+    }
+}
+
+fn setup(turns: usize, filler: usize, config: &str) -> (Cli, Vec<Planted>) {
+    let cli = Cli::with_config(config);
+    let secrets = planted(turns as u64);
+    cli.run(&["create", "--id", "s"]).ok();
+    cli.run_with(
+        &["append", "s"],
+        session_lines(turns, &secrets, filler).as_bytes(),
+    )
+    .ok();
+    (cli, secrets)
+}
+
+#[test]
+fn secrets_reports_each_finding_and_exits_1() {
+    let (cli, secrets) = setup(RULES.len(), 0, "");
+    let run = cli.run(&["secrets", "s"]);
+    run.fails(1);
+    assert_eq!(run.stdout.lines().count(), RULES.len(), "{}", run.stdout);
+    for p in &secrets {
+        assert!(!run.stdout.contains(&p.secret), "the preview is masked");
+    }
+    assert!(run.stdout.contains("s  seq 1  data.content[0].text  "));
+    let json = cli.run(&["secrets", "--all", "--json"]);
+    json.fails(1);
+    let mut rules: Vec<String> = Vec::new();
+    for line in json.stdout.lines() {
+        let v = parse_json(line).unwrap();
+        let Value::Object(m) = v else {
+            panic!("{line}")
+        };
+        let keys: Vec<&str> = m.keys().collect();
+        assert_eq!(keys, ["session", "seq", "path", "rule", "preview"]);
+        assert_eq!(m.get("session").unwrap().as_str(), Some("s"));
+        rules.push(m.get("rule").unwrap().as_str().unwrap().to_string());
+    }
+    rules.sort();
+    let mut want: Vec<String> = RULES.iter().map(|r| r.to_string()).collect();
+    want.sort();
+    assert_eq!(rules, want);
+    // --rules narrows; a clean session exits 0.
+    let only = cli.run(&["secrets", "s", "--rules", "card-number"]);
+    only.fails(1);
+    assert_eq!(only.stdout.lines().count(), 1);
+    cli.run(&["create", "--id", "clean"]).ok();
+    cli.run(&["secrets", "clean"]).ok();
+    let bad = cli.run(&["secrets", "s", "--rules", "nope"]);
+    assert!(bad.fails(1).contains("nope"));
+}
+
+#[test]
+fn redact_rewrites_keeping_seqs_and_times_and_forks_sharing_segments() {
+    // Small segments, so that the fork hard-links sealed ones.
+    let (cli, secrets) = setup(RULES.len(), 30, "segment_size = \"16KiB\"\n");
+    let before = cli.run(&["export", "s"]).ok().to_string();
+    let fork = cli
+        .run(&["fork", "s", "--at", "200"])
+        .ok()
+        .trim()
+        .to_string();
+    let run = cli.run(&["redact", "s"]);
+    let out = run.ok();
+    assert!(out.contains("rewrote s:"), "{out}");
+    assert!(out.contains(&format!("rewrote {fork}:")), "{out}");
+    assert!(out.contains("rewritten too"), "{out}");
+    assert_no_secret(&cli.store(), &secrets);
+    cli.run(&["verify", "s"]).ok();
+    cli.run(&["verify", &fork]).ok();
+    cli.run(&["secrets", "--all"]).ok();
+    // Same seqs, same times, same types; only the found strings changed.
+    let after = cli.run(&["export", "s"]).ok().to_string();
+    assert_eq!(before.lines().count(), after.lines().count());
+    for (b, a) in before.lines().zip(after.lines()) {
+        let (b, a) = (parse_json(b).unwrap(), parse_json(a).unwrap());
+        for k in ["type", "seq", "time"] {
+            assert_eq!(b.get(k), a.get(k));
+        }
+    }
+    assert!(cli.session_entries().iter().all(|e| !e.starts_with('.')));
+    // Nothing left to do: a second run rewrites nothing.
+    let again = cli.run(&["redact", "--all", "--json"]);
+    assert_eq!(again.ok(), "");
+}
+
+#[test]
+fn purge_turn_and_seqs_leave_tombstones_out_of_the_history() {
+    let (cli, secrets) = setup(4, 2, "");
+    let before: Vec<String> = cli
+        .run(&["export", "s"])
+        .ok()
+        .lines()
+        .map(String::from)
+        .collect();
+    // Turn 2 is seqs 8..=15 (8 events a turn with two chunks).
+    let run = cli.run(&["purge", "s", "--turn", "2", "--json"]);
+    let line = run.ok().lines().next().unwrap().to_string();
+    let v = parse_json(&line).unwrap();
+    assert_eq!(v.get("matches").unwrap().as_u64(), Some(8));
+    let after: Vec<String> = cli
+        .run(&["export", "s"])
+        .ok()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(after.len(), before.len() + 1, "one audit event");
+    for seq in 8..16 {
+        let (b, a) = (
+            parse_json(&before[seq]).unwrap(),
+            parse_json(&after[seq]).unwrap(),
+        );
+        assert_eq!(b.get("seq"), a.get("seq"));
+        assert_eq!(b.get("time"), a.get("time"));
+        let ty = b.get("type").unwrap().as_str().unwrap();
+        let data = a.get("data").unwrap();
+        if ty.starts_with("turn/") || ty.starts_with("step/") {
+            assert_eq!(a.get("type"), b.get("type"));
+            assert_eq!(data.get("turn").unwrap().as_u64(), Some(2));
+        } else {
+            assert_eq!(
+                a.get("type").unwrap().as_str(),
+                Some("purged"),
+                "{}",
+                after[seq]
+            );
+            assert_eq!(data.get("type").unwrap().as_str(), Some(ty));
+            assert_eq!(data.get("turn").unwrap().as_u64(), Some(2));
+            if ty != "user/message" {
+                assert_eq!(
+                    data.get("step").unwrap().as_u64(),
+                    Some(1),
+                    "{}",
+                    after[seq]
+                );
+            }
+        }
+    }
+    assert_eq!(&before[..8], &after[..8]);
+    assert_eq!(&before[16..], &after[16..after.len() - 1]);
+    let audit = parse_json(after.last().unwrap()).unwrap();
+    assert_eq!(audit.get("type").unwrap().as_str(), Some("audit/purge"));
+    assert_eq!(
+        audit.get("data").unwrap().to_string(),
+        r#"{"startSeq":8,"endSeq":15,"events":8,"turn":2}"#
+    );
+    // The history leaves the turn out; verify passes; nothing of turn 2 is on disk.
+    let history = cli.run(&["derive", "s"]).ok().to_string();
+    assert!(
+        !history.contains("turn 2:") && !history.contains("answer 2"),
+        "{history}"
+    );
+    assert!(history.contains("turn 1:") && history.contains("answer 3"));
+    cli.run(&["verify", "s"]).ok();
+    assert!(grep_r(&cli.store(), &secrets[1].secret).is_empty());
+    assert!(grep_r(&cli.store(), "answer 2").is_empty());
+    assert!(
+        !grep_r(&cli.store(), &secrets[0].secret).is_empty(),
+        "turn 1 kept"
+    );
+    // A seq range: turn 3's user message alone.
+    cli.run(&["purge", "s", "--seq", "17..17"]).ok();
+    cli.run(&["verify", "s"]).ok();
+    assert!(grep_r(&cli.store(), &secrets[2].secret).is_empty());
+    // A turn/start alone keeps its type and turn (it has no content): accepted, still valid.
+    cli.run(&["purge", "s", "--seq", "0..0"]).ok();
+    cli.run(&["verify", "s"]).ok();
+    // A range past the end is refused.
+    let bad = cli.run(&["purge", "s", "--seq", "5..99999"]);
+    assert!(bad.fails(1).contains("cannot purge"));
+}
+
+/// Copies a store (files and folders).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let p = entry.path();
+        let t = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+/// Runs `args` on a copy of the template store killed after `delay`.
+fn killed(cli: &Cli, args: &[&str], delay: Duration) {
+    let mut child = cli
+        .command(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Session `s` of the store at `root`, checked whole (every record and index, every lifecycle
+/// rule), exported (the audit event's clock time left out).
+fn whole_export(root: &Path) -> String {
+    let dir = root.join("sessions").join("s");
+    let report = agentlog::log::verify(&dir).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    let store = Store::open(root).unwrap();
+    let r = store.reader("s").unwrap();
+    let (_, violations) = r.lifecycle_at(r.len()).unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+    let mut out = Vec::new();
+    r.export(&mut out, false, |_| {}).unwrap();
+    normalized(&String::from_utf8(out).unwrap())
+}
+
+/// An export with the time of the purge's audit event left out (it is the clock's).
+fn normalized(export: &str) -> String {
+    export
+        .lines()
+        .map(|l| {
+            if l.contains(r#""type":"audit/purge""#) {
+                parse_json(l).unwrap().get("data").unwrap().to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `args` killed at `runs` random points (uniform over 1.2 times an uninterrupted run); after
+/// each, the session is checked whole (old or new), then `finish` (given the store and whether
+/// the session was the new one) completes the job, and the store is checked: the new session,
+/// no secret in any file, nothing left behind.
+fn crash_loop(args: &[&str], runs: usize, gone: &[&str], finish: impl Fn(&Store, bool)) {
+    let template = Cli::with_config("segment_size = \"4KiB\"\n");
+    let secrets = planted(8);
+    template.run(&["create", "--id", "s"]).ok();
+    template
+        .run_with(&["append", "s"], session_lines(8, &secrets, 6).as_bytes())
+        .ok();
+    let old = whole_export(&template.store());
+    // The new session, from an uninterrupted run on a copy, and how long a run takes.
+    let whole = Cli::new();
+    copy_tree(&template.store(), &whole.store());
+    let start = Instant::now();
+    whole.run(args).ok();
+    let took = start.elapsed();
+    let new = whole_export(&whole.store());
+    assert_ne!(old, new);
+    let mut outcomes = [0usize; 2];
+    let mut rng = Rng::new(runs as u64);
+    for i in 0..runs {
+        let cli = Cli::new();
+        copy_tree(&template.store(), &cli.store());
+        let delay = took.mul_f64(rng.below(1200) as f64 / 1000.0);
+        killed(&cli, args, delay);
+        let now = whole_export(&cli.store());
+        let is_new = if now == old {
+            false
+        } else {
+            assert!(
+                now == new,
+                "run {i} (killed after {delay:?}): neither old nor new"
+            );
+            true
+        };
+        outcomes[usize::from(is_new)] += 1;
+        finish(&Store::open(cli.store()).unwrap(), is_new);
+        assert_eq!(whole_export(&cli.store()), new, "run {i}: the result");
+        for g in gone {
+            let hits = grep_r(&cli.store(), g);
+            assert!(hits.is_empty(), "run {i}: {g:?} in {hits:?}");
+        }
+        assert!(
+            cli.session_entries().iter().all(|e| !e.starts_with('.')),
+            "{:?}",
+            cli.session_entries()
+        );
+    }
+    eprintln!(
+        "{args:?}: {runs} kills over {took:?}: {} left the old session, {} the new",
+        outcomes[0], outcomes[1]
+    );
+}
+
+#[test]
+fn redact_killed_at_random_points_leaves_a_whole_session() {
+    let secrets = planted(8);
+    let gone: Vec<&str> = secrets[..8].iter().map(|p| p.secret.as_str()).collect();
+    // Redacting again: it sweeps what the killed run left, and redacts if need be.
+    crash_loop(&["redact", "s"], 50, &gone, |store, _| {
+        let r = Redactor::new(
+            &["credentials".into(), "pii".into()],
+            &[],
+            Mode::Replace,
+            None,
+        )
+        .unwrap();
+        store.redact("s", &r).unwrap();
+    });
+}
+
+#[test]
+fn purge_killed_at_random_points_leaves_a_whole_session() {
+    // After a kill: the purge again when the session is still the old one; else a gc, which
+    // sweeps what the killed run left (purging twice would add a second audit event).
+    crash_loop(
+        &["purge", "s", "--turn", "1"],
+        50,
+        &["filler 1 0 lorem", "answer 1\""],
+        |store, is_new| {
+            if is_new {
+                store.gc().unwrap();
+            } else {
+                store.purge("s", PurgeRange::Turn(1)).unwrap();
+            }
+        },
+    );
+}

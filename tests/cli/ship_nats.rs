@@ -1,0 +1,364 @@
+//! Many machines (issue 19): `agentlog ship` to a real nats-server with JetStream, `agentlog
+//! restore` from it, with the shipper killed, the server restarted, and both ends following.
+
+use crate::cli_common;
+use crate::nats_common;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use agentlog::event::parse_draft_line;
+use agentlog::ship::{runtime, Remote, RemoteState, ShipOptions};
+use agentlog::store::{NewSession, Store};
+use cli_common::Cli;
+use nats_common::{server_binary, NatsServer};
+
+/// Generous: a loaded CI machine.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Kills a child that is still running when the test ends (also when it fails).
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Appends `turns` complete turns (six events each) to session `id` of the store at `root`,
+/// creating it (with `title`) when missing.
+fn append_turns(root: &std::path::Path, id: &str, title: &str, turns: u64) -> u64 {
+    let store = Store::open(root).unwrap();
+    let session = match store.open_session(id) {
+        Ok((s, _)) => s,
+        Err(_) => store
+            .create(NewSession::default().id(id).title(title))
+            .unwrap(),
+    };
+    let first = session.lifecycle().next_turn();
+    let mut drafts = Vec::new();
+    for turn in first..first + turns {
+        for line in [
+            format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
+            format!(
+                r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"question {turn}"}}]}}}}"#
+            ),
+            format!(r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#),
+            format!(
+                r#"{{"type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[{{"type":"text","text":"answer {turn}"}}]}}}}}}"#
+            ),
+            format!(r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#),
+            format!(
+                r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
+            ),
+        ] {
+            drafts.push(parse_draft_line(&line).unwrap());
+        }
+        if drafts.len() >= 6000 {
+            session.append_drafts(std::mem::take(&mut drafts)).unwrap();
+        }
+    }
+    session.append_drafts(drafts).unwrap();
+    let len = session.len();
+    session.close().unwrap();
+    len
+}
+
+/// `export --header` of a session.
+fn export(cli: &Cli, id: &str) -> Vec<u8> {
+    let run = cli.run(&["export", "--header", id]);
+    run.ok();
+    run.raw
+}
+
+/// What the stream holds of session `id`.
+fn remote_state(url: &str, id: &str) -> RemoteState {
+    let rt = runtime().unwrap();
+    rt.block_on(async {
+        let remote = Remote::connect(url, ShipOptions::default()).await?;
+        remote.remote_state(id).await
+    })
+    .unwrap()
+}
+
+/// Waits until `f` holds, at most PATIENCE.
+#[track_caller]
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn ship_then_restore_is_byte_identical() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+
+    let a = Cli::new();
+    let coding = a.import_example("coding-session", &[]);
+    let typo = a.import_example("fix-typo", &["--title", "typo fix"]);
+    append_turns(&a.store(), "gen.1", "generated", 50);
+    a.run(&["archive", &typo]).ok();
+
+    // Restoring from a stream nothing was shipped to is an error (and creates no stream).
+    let none = a.run(&["restore", "--nats", &url, "--all"]);
+    assert!(
+        none.fails(1).contains("no stream AGENTLOG"),
+        "{}",
+        none.stderr
+    );
+
+    let out = a.run(&["ship", "--nats", &url, "--all"]);
+    out.ok();
+    assert!(
+        out.stdout.contains("gen.1: 300 events shipped"),
+        "{}",
+        out.stdout
+    );
+
+    // The stream holds every event once; the cursors say so.
+    for id in [&coding, &typo, &"gen.1".to_string()] {
+        let len = Store::open(a.store()).unwrap().reader(id).unwrap().len();
+        let state = remote_state(&url, id);
+        assert_eq!(state.events, len, "{id}");
+        assert_eq!(state.last_seq, Some(len - 1), "{id}");
+    }
+    let status = a.run(&["ship", "--status", "--json"]);
+    assert_eq!(status.ok().lines().count(), 3);
+    for line in status.stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["shipped"], v["local"], "{line}");
+    }
+
+    // A second ship publishes nothing.
+    let again = a.run(&["ship", "--nats", &url, "--all"]);
+    assert!(
+        again.ok().contains("gen.1: 0 events shipped"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(remote_state(&url, "gen.1").events, 300);
+
+    // Another store, another host: restored byte for byte, the archived state too.
+    let b = Cli::new();
+    b.run(&["restore", "--nats", &url, "--all"]).ok();
+    for id in [&coding, &typo, &"gen.1".to_string()] {
+        assert_eq!(export(&a, id), export(&b, id), "{id}");
+    }
+    let ls = b.run(&["ls", "--all", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(ls.ok()).unwrap();
+    let archived = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == typo.as_str())
+        .unwrap();
+    assert_eq!(archived["state"], "archived", "{}", ls.stdout);
+
+    // Restoring again changes nothing; a restore under a new id has the same events.
+    b.run(&["restore", "--nats", &url, "--all"]).ok();
+    assert_eq!(export(&a, "gen.1"), export(&b, "gen.1"));
+    b.run(&["restore", "--nats", &url, "gen.1", "--id", "copy"])
+        .ok();
+    assert_eq!(
+        a.run(&["export", "gen.1"]).raw,
+        b.run(&["export", "copy"]).raw
+    );
+
+    // A session the stream does not hold is an error.
+    let missing = b.run(&["restore", "--nats", &url, "nope"]);
+    assert!(missing.fails(1).contains("nope"), "{}", missing.stderr);
+}
+
+#[test]
+fn ship_killed_at_random_points_leaves_no_gap_and_no_duplicate() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+
+    let a = Cli::new();
+    let len = append_turns(&a.store(), "big", "big", 20_000);
+    assert_eq!(len, 120_000);
+    // A simple generator: the kill points differ from run to run, the property must not.
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64
+        | 1;
+    let mut kills = 0;
+    for _ in 0..20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut child = Reap(a.command(&["ship", "--nats", &url, "big"]).spawn().unwrap());
+        std::thread::sleep(Duration::from_millis(5 + x % 150));
+        if child.0.try_wait().unwrap().is_none() {
+            kills += 1;
+        }
+        let _ = child.0.kill();
+        let _ = child.0.wait();
+    }
+    assert!(
+        kills >= 10,
+        "the shipper finished before most kills ({kills})"
+    );
+    a.run(&["ship", "--nats", &url, "big"]).ok();
+    let state = remote_state(&url, "big");
+    assert_eq!(
+        state.events, len,
+        "one message per event: no gap, no duplicate"
+    );
+    assert_eq!(state.last_seq, Some(len - 1));
+    let b = Cli::new();
+    b.run(&["restore", "--nats", &url, "big"]).ok();
+    assert_eq!(export(&a, "big"), export(&b, "big"));
+}
+
+#[test]
+fn server_restarted_mid_ship_ship_completes() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+
+    let a = Cli::new();
+    let len = append_turns(&a.store(), "big", "big", 10_000);
+    // Create the stream first, so that the ship below is mid-way when the server goes.
+    a.run(&["ship", "--nats", &url, "--all"]).ok();
+    let more = append_turns(&a.store(), "big", "big", 10_000) - len;
+    let mut child = Reap(a.command(&["ship", "--nats", &url, "big"]).spawn().unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    let mid = child.0.try_wait().unwrap().is_none();
+    server.restart();
+    let out = child.0.wait().unwrap();
+    assert!(out.success(), "the ship retried through the restart");
+    let total = len + more;
+    let state = remote_state(&url, "big");
+    assert_eq!(
+        state.events, total,
+        "no gap, no duplicate (mid-ship: {mid})"
+    );
+    assert_eq!(state.last_seq, Some(total - 1));
+    let b = Cli::new();
+    b.run(&["restore", "--nats", &url, "big"]).ok();
+    assert_eq!(export(&a, "big"), export(&b, "big"));
+}
+
+#[test]
+fn follow_on_both_ends_keeps_a_central_store_in_step() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+
+    let a = Cli::new();
+    append_turns(&a.store(), "one", "first", 3);
+    let _shipper = Reap(
+        a.command(&["ship", "--nats", &url, "--all", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+    let b = Cli::new();
+    let _restorer = Reap(
+        b.command(&["restore", "--nats", &url, "--all", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+
+    let same = |id: &str| {
+        let run = b.run(&["export", "--header", id]);
+        run.code == 0 && run.raw == export(&a, id)
+    };
+    wait_until("session one restored", || same("one"));
+    // An appender keeps writing; a new session starts; a title changes.
+    for round in 0..5 {
+        append_turns(&a.store(), "one", "first", 2);
+        if round == 2 {
+            append_turns(&a.store(), "two", "second", 4);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    wait_until("the appends and the new session restored", || {
+        same("one") && same("two")
+    });
+    let stats = b.run(&["stats", "--all"]);
+    stats.ok();
+}
+
+#[test]
+fn three_node_cluster_survives_a_node_killed_mid_ship() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster_ports: Vec<u16> = (0..3).map(|_| nats_common::free_port()).collect();
+    let routes = cluster_ports
+        .iter()
+        .map(|p| format!("nats://127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut nodes: Vec<NatsServer> = (0..3)
+        .map(|i| {
+            let dir = tmp.path().join(format!("n{i}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            NatsServer::start_with(
+                &bin,
+                &dir,
+                0,
+                vec![
+                    "-n".into(),
+                    format!("n{i}"),
+                    "--cluster_name".into(),
+                    "agentlog-test".into(),
+                    "--cluster".into(),
+                    format!("nats://127.0.0.1:{}", cluster_ports[i]),
+                    "--routes".into(),
+                    routes.clone(),
+                ],
+            )
+        })
+        .collect();
+    let url = nodes[0].url();
+
+    let a = Cli::new();
+    let len = append_turns(&a.store(), "big", "big", 5000);
+    // The cluster elects its JetStream meta leader after it forms: create the stream of three
+    // replicas once it can.
+    let rt = runtime().unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let options = ShipOptions {
+            replicas: 3,
+            ..ShipOptions::default()
+        };
+        match rt.block_on(Remote::connect(&url, options)) {
+            Ok(_) => break,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("waiting for the cluster: {e}");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => panic!("the cluster never took the stream: {e}"),
+        }
+    }
+    let mut child = Reap(
+        a.command(&["ship", "--nats", &url, "--replicas", "3", "big"])
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    nodes[2].kill();
+    let out = child.0.wait().unwrap();
+    assert!(out.success(), "the ship completed with a node down");
+    let state = remote_state(&url, "big");
+    assert_eq!(state.events, len, "no gap, no duplicate");
+    let b = Cli::new();
+    b.run(&["restore", "--nats", &nodes[1].url(), "big"]).ok();
+    assert_eq!(export(&a, "big"), export(&b, "big"));
+}

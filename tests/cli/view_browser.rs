@@ -1,0 +1,643 @@
+//! `agentlog view`: the page it writes, loaded in a real headless Chromium (DevTools protocol).
+//! On the example sessions and a generated 75,000-event one: no console error and no network
+//! request, the turn sections are the session's turns, every tool call's link leads to the
+//! element of the result it answers (docs/events.md §5) and back, search and the type filter
+//! narrow the list to what matches, `j` moves between turns, and a screenshot is not blank.
+//! Without a browser these tests are skipped, except under `CI=true` where they fail.
+
+use crate::browser_common;
+use crate::cli_common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use browser_common::{base64_decode, Browser, Page};
+use cli_common::{example, Cli, EXAMPLES};
+use serde_json::{json, Value};
+
+const READY: &str = "document.body && document.body.dataset.paintedAt";
+
+/// The events of a JSONL file (the header line left out).
+fn events_of(jsonl: &str) -> Vec<Value> {
+    jsonl
+        .lines()
+        .map(browser_common::parse_line)
+        .filter(|v| v.get("seq").is_some())
+        .collect()
+}
+
+/// The turns of the events, in order.
+fn turns_of(events: &[Value]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "turn/start")
+        .map(|e| e["data"]["turn"].as_u64().unwrap())
+        .collect()
+}
+
+/// (call seq, result seq) for every result, found by the rules of docs/events.md §5.
+fn expected_pairs(events: &[Value]) -> Vec<(u64, u64)> {
+    struct Call {
+        seq: u64,
+        id: String,
+        name: String,
+        step: u64,
+        answered: bool,
+    }
+    let mut calls: Vec<Call> = Vec::new();
+    let mut pairs = Vec::new();
+    for e in events {
+        let d = &e["data"];
+        match e["type"].as_str().unwrap() {
+            "turn/start" => calls.clear(),
+            "tool/call" => calls.push(Call {
+                seq: e["seq"].as_u64().unwrap(),
+                id: d["callId"].as_str().unwrap().to_string(),
+                name: d["name"].as_str().unwrap().to_string(),
+                step: d["step"].as_u64().unwrap(),
+                answered: false,
+            }),
+            "tool/result" => {
+                let src = e["sourceEventSeqs"][0].as_u64();
+                let found = if let Some(id) = d["callId"].as_str() {
+                    calls.iter().position(|c| !c.answered && c.id == id)
+                } else if let Some(i) = src.and_then(|s| calls.iter().position(|c| c.seq == s)) {
+                    Some(i)
+                } else {
+                    let (step, name) = (d["step"].as_u64(), d["message"]["toolName"].as_str());
+                    calls
+                        .iter()
+                        .position(|c| !c.answered && Some(c.step) == step && Some(&*c.name) == name)
+                };
+                let i = found.expect("every result of a stored session answers a call");
+                calls[i].answered = true;
+                pairs.push((calls[i].seq, e["seq"].as_u64().unwrap()));
+            }
+            _ => {}
+        }
+    }
+    pairs
+}
+
+/// What the page's search matches: the type, and the strings, numbers and booleans of `data`,
+/// case-insensitively.
+fn search_text(e: &Value) -> String {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Bool(b) => out.push(b.to_string()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            Value::Null => {}
+        }
+    }
+    let mut parts = vec![e["type"].as_str().unwrap().to_string()];
+    walk(&e["data"], &mut parts);
+    parts.join("\n").to_lowercase()
+}
+
+fn file_url(path: &Path) -> String {
+    format!("file://{}", path.canonicalize().unwrap().display())
+}
+
+/// `agentlog view ID -o DIR/NAME.html`; returns the page's path.
+fn write_page(cli: &Cli, id: &str, name: &str) -> PathBuf {
+    let out = cli.dir.path().join(format!("{name}.html"));
+    cli.run(&["view", id, "-o", out.to_str().unwrap()]).ok();
+    out
+}
+
+/// Opens the page in a new tab, waits for it to be ready, and checks it made no request but
+/// its own file and logged no error.
+fn load(browser: &mut Browser, path: &Path) -> Page {
+    let page = browser.new_page();
+    let url = file_url(path);
+    browser.open(&page, &url, READY, Duration::from_secs(120));
+    page
+}
+
+fn assert_quiet(browser: &mut Browser, page: &Page, path: &Path) {
+    let url = file_url(path);
+    let errors = browser.errors(page);
+    assert!(errors.is_empty(), "{}: errors: {errors:#?}", path.display());
+    let requests = browser.requests(page);
+    let others: Vec<&String> = requests
+        .iter()
+        .filter(|u| u.split('#').next() != Some(url.as_str()))
+        .collect();
+    assert!(
+        others.is_empty(),
+        "{}: requests: {others:#?}",
+        path.display()
+    );
+    assert!(requests.iter().any(|u| u.starts_with(&url)), "{requests:?}");
+}
+
+fn rendered_turns(browser: &mut Browser, page: &Page) -> Vec<u64> {
+    let v = browser.eval(
+        page,
+        "[...document.querySelectorAll('section[data-turn]')].map(s => Number(s.dataset.turn))",
+    );
+    serde_json::from_value(v).unwrap()
+}
+
+/// Follows `#seq-CALL` (rendering it when needed), checks its link to the result and clicks
+/// it; returns what the page shows at the result.
+fn follow_call(browser: &mut Browser, page: &Page, call: u64) -> Value {
+    browser.eval(
+        page,
+        &format!(
+            r#"(async () => {{
+                const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+                location.hash = '#seq-{call}';
+                for (let i = 0; i < 50 && !document.getElementById('seq-{call}'); i++) await frame();
+                const callEl = document.getElementById('seq-{call}');
+                if (!callEl) return {{ missing: 'call' }};
+                const a = callEl.querySelector('a.to-result');
+                if (!a) return {{ callType: callEl.dataset.type, link: null }};
+                const href = a.getAttribute('href');
+                a.click();
+                const id = href.slice(1);
+                for (let i = 0; i < 50 && !document.getElementById(id); i++) await frame();
+                await frame();
+                const r = document.getElementById(id);
+                if (!r) return {{ href, missing: 'result' }};
+                const box = r.getBoundingClientRect();
+                const back = r.querySelector('a.to-call');
+                return {{
+                    callType: callEl.dataset.type, href, seq: Number(r.dataset.seq),
+                    type: r.dataset.type, targeted: r.classList.contains('targeted'),
+                    visible: box.bottom > 0 && box.top < innerHeight,
+                    back: back && back.getAttribute('href'),
+                }};
+            }})()"#
+        ),
+    )
+}
+
+fn check_links(browser: &mut Browser, page: &Page, events: &[Value], which: &[(u64, u64)]) {
+    for &(call, result) in which {
+        let got = follow_call(browser, page, call);
+        assert_eq!(
+            got,
+            json!({
+                "callType": "tool/call", "href": format!("#seq-{result}"), "seq": result,
+                "type": "tool/result", "targeted": true, "visible": true,
+                "back": format!("#seq-{call}"),
+            }),
+            "call {call} -> result {result}"
+        );
+    }
+    // A call no result answers has no link.
+    let answered: HashSet<u64> = expected_pairs(events).iter().map(|p| p.0).collect();
+    for e in events.iter().filter(|e| e["type"] == "tool/call") {
+        let seq = e["seq"].as_u64().unwrap();
+        if !answered.contains(&seq) {
+            let got = follow_call(browser, page, seq);
+            assert_eq!(got, json!({"callType": "tool/call", "link": null}));
+        }
+    }
+}
+
+/// Types `text` into the search box (or picks `ty` in the type filter) and returns the match
+/// count line and the seqs rendered.
+fn narrow(browser: &mut Browser, page: &Page, text: &str, ty: &str) -> (String, Vec<u64>) {
+    let v = browser.eval(
+        page,
+        &format!(
+            r#"(async () => {{
+                const s = document.getElementById('search'), t = document.getElementById('type-filter');
+                s.value = {text}; s.dispatchEvent(new Event('input'));
+                t.value = {ty}; t.dispatchEvent(new Event('change'));
+                await new Promise(r => setTimeout(r, 400));
+                window.scrollTo(0, 0);
+                await new Promise(r => requestAnimationFrame(() => setTimeout(r, 50)));
+                return [document.getElementById('match-count').textContent,
+                        [...document.querySelectorAll('[data-seq]')].map(e => Number(e.dataset.seq))];
+            }})()"#,
+            text = json!(text),
+            ty = json!(ty)
+        ),
+    );
+    serde_json::from_value(v).unwrap()
+}
+
+fn count_line(n: usize, total: usize) -> String {
+    let group = |n: usize| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    format!("{} of {} events match", group(n), group(total))
+}
+
+fn check_search(browser: &mut Browser, page: &Page, events: &[Value], needle: &str) {
+    let want: HashSet<u64> = events
+        .iter()
+        .filter(|e| search_text(e).contains(&needle.to_lowercase()))
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert!(!want.is_empty() && want.len() < events.len(), "{needle}");
+    let (line, seqs) = narrow(browser, page, needle, "");
+    assert_eq!(line, count_line(want.len(), events.len()));
+    assert!(!seqs.is_empty(), "{needle}: nothing rendered");
+    for s in &seqs {
+        assert!(
+            want.contains(s),
+            "{needle}: seq {s} rendered but does not match"
+        );
+    }
+    // The type filter: only tool calls.
+    let calls: HashSet<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/call")
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let (line, seqs) = narrow(browser, page, "", "tool/call");
+    assert_eq!(line, count_line(calls.len(), events.len()));
+    assert!(!seqs.is_empty() && seqs.iter().all(|s| calls.contains(s)));
+    // Cleared: every event again.
+    let (line, _) = narrow(browser, page, "", "");
+    assert_eq!(
+        line,
+        format!(
+            "{} events",
+            count_line(events.len(), 1).split(' ').next().unwrap()
+        )
+    );
+}
+
+/// `j` moves to the next turn: the first, then the second.
+fn check_keys(browser: &mut Browser, page: &Page, turns: &[u64]) {
+    if turns.len() < 2 {
+        return;
+    }
+    browser.eval(page, "window.scrollTo(0, 0)");
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        for kind in ["keyDown", "keyUp"] {
+            browser.call(
+                Some(&page.session),
+                "Input.dispatchKeyEvent",
+                json!({"type": kind, "key": "j", "code": "KeyJ", "text": if kind == "keyDown" { "j" } else { "" }}),
+            );
+        }
+        let v = browser.eval(
+            page,
+            "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 30))); \
+             const c = document.querySelector('section.turn.current'); return c ? Number(c.dataset.turn) : null; })()",
+        );
+        seen.push(v.as_u64().unwrap());
+    }
+    assert_eq!(seen, turns[..2].to_vec());
+}
+
+/// The screenshot has many colors and is not one flat background; saved under the target
+/// directory for people to look at.
+fn check_screenshot(browser: &mut Browser, page: &Page, name: &str) {
+    browser.eval(
+        page,
+        "history.replaceState(null, '', location.pathname); window.scrollTo(0, 0)",
+    );
+    let png = browser.screenshot(page);
+    let bytes = base64_decode(&png);
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("view-{name}.png"));
+    std::fs::write(&keep, &bytes).unwrap();
+    // Decoded by the browser itself, in a blank tab of its own.
+    let scratch = browser.new_page();
+    let v = browser.eval(
+        &scratch,
+        &format!(
+            r#"(async () => {{
+                const img = new Image();
+                img.src = 'data:image/png;base64,{png}';
+                await img.decode();
+                const c = document.createElement('canvas');
+                c.width = img.width; c.height = img.height;
+                const g = c.getContext('2d');
+                g.drawImage(img, 0, 0);
+                const d = g.getImageData(0, 0, c.width, c.height).data;
+                const colors = new Set();
+                let differ = 0;
+                for (let i = 0; i < d.length; i += 4) {{
+                    colors.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+                    if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) differ++;
+                }}
+                return [img.width, img.height, colors.size, differ / (d.length / 4)];
+            }})()"#
+        ),
+    );
+    browser.close_page(scratch);
+    let (w, h, colors, differ): (u64, u64, u64, f64) = serde_json::from_value(v).unwrap();
+    assert_eq!((w, h), (1280, 900), "{}", keep.display());
+    assert!(
+        colors >= 16,
+        "{name}: only {colors} colors ({})",
+        keep.display()
+    );
+    assert!(
+        differ > 0.03,
+        "{name}: {differ} of the pixels differ from the background"
+    );
+}
+
+#[test]
+fn example_sessions_in_a_real_browser() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    for name in EXAMPLES {
+        let id = cli.import_example(name, &[]);
+        let path = write_page(&cli, &id, name);
+        let events =
+            events_of(&std::fs::read_to_string(example(&format!("{name}.jsonl"))).unwrap());
+        let page = load(&mut browser, &path);
+        let turns = turns_of(&events);
+        assert!(!turns.is_empty());
+        assert_eq!(rendered_turns(&mut browser, &page), turns, "{name}");
+        let pairs = expected_pairs(&events);
+        assert!(!pairs.is_empty(), "{name}");
+        check_links(&mut browser, &page, &events, &pairs);
+        let needle = if name == "fix-typo" {
+            "typo"
+        } else {
+            "approval"
+        };
+        check_search(&mut browser, &page, &events, needle);
+        check_keys(&mut browser, &page, &turns);
+        check_screenshot(&mut browser, &page, name);
+        assert_quiet(&mut browser, &page, &path);
+        browser.close_page(page);
+    }
+}
+
+/// A generated session: `turns` turns of three tool steps and a final answer (21 events each).
+fn long_session(turns: u64) -> String {
+    let mut out = String::new();
+    let mut seq = 0u64;
+    let mut time = 1_700_000_000_000i64;
+    let filler = "The quick brown fox jumps over the lazy dog; ".repeat(4);
+    let mut push = |ty: &str, data: String, extra: &str, out: &mut String| {
+        out.push_str(&format!(
+            r#"{{"type":"{ty}","seq":{seq},"time":{time},"data":{data}{extra}}}"#
+        ));
+        out.push('\n');
+        seq += 1;
+        time += 137;
+        seq - 1
+    };
+    for t in 1..=turns {
+        push("turn/start", format!(r#"{{"turn":{t}}}"#), "", &mut out);
+        push(
+            "user/message",
+            format!(
+                r#"{{"role":"user","content":[{{"type":"text","text":"Request {t}: fix module m{t}. {filler}"}}]}}"#
+            ),
+            r#","surfaceOp":"append""#,
+            &mut out,
+        );
+        for s in 1..=3u64 {
+            push(
+                "step/start",
+                format!(r#"{{"turn":{t},"step":{s},"request":{{"model":"gen-1"}}}}"#),
+                "",
+                &mut out,
+            );
+            let tool = ["bash", "read_file", "apply_patch"][(s - 1) as usize];
+            let call_id = format!("call_{t}_{s}");
+            push(
+                "assistant/message",
+                format!(
+                    r#"{{"turn":{t},"step":{s},"message":{{"role":"assistant","content":[{{"type":"text","text":"Step {s}: running {tool}. {filler}"}},{{"type":"tool_use","id":"{call_id}","name":"{tool}","input":{{"path":"src/m{t}.rs"}}}}]}},"usage":{{"inputTokens":{},"outputTokens":{}}}}}"#,
+                    1000 + t,
+                    50 + s
+                ),
+                r#","surfaceOp":"append""#,
+                &mut out,
+            );
+            let call = push(
+                "tool/call",
+                format!(
+                    r#"{{"turn":{t},"step":{s},"callId":"{call_id}","name":"{tool}","arguments":"{{\"path\":\"src/m{t}.rs\"}}"}}"#
+                ),
+                "",
+                &mut out,
+            );
+            let is_error = (t + s) % 17 == 0;
+            push(
+                "tool/result",
+                format!(
+                    r#"{{"turn":{t},"step":{s},"message":{{"role":"tool","toolName":"{tool}","content":"output of {tool} for m{t}\n{filler}\n{filler}","isError":{is_error}}},"callId":"{call_id}"}}"#
+                ),
+                &format!(r#","surfaceOp":"append","sourceEventSeqs":[{call}]"#),
+                &mut out,
+            );
+            push(
+                "step/end",
+                format!(r#"{{"turn":{t},"step":{s}}}"#),
+                "",
+                &mut out,
+            );
+        }
+        push(
+            "step/start",
+            format!(r#"{{"turn":{t},"step":4}}"#),
+            "",
+            &mut out,
+        );
+        push(
+            "assistant/message",
+            format!(
+                r#"{{"turn":{t},"step":4,"message":{{"role":"assistant","content":[{{"type":"text","text":"Done with m{t}.\n```rust\nfn m{t}() {{}}\n```"}}]}},"usage":{{"inputTokens":2000,"outputTokens":40}}}}"#
+            ),
+            r#","surfaceOp":"append""#,
+            &mut out,
+        );
+        push(
+            "step/end",
+            format!(r#"{{"turn":{t},"step":4}}"#),
+            "",
+            &mut out,
+        );
+        push(
+            "turn/end",
+            format!(r#"{{"turn":{t},"reason":{{"kind":"completed"}}}}"#),
+            "",
+            &mut out,
+        );
+    }
+    out
+}
+
+#[test]
+fn a_75k_event_session_loads_and_its_links_resolve() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let turns = 75_000 / 21 + 1;
+    let jsonl = long_session(turns);
+    let events = events_of(&jsonl);
+    assert!(events.len() >= 75_000, "{}", events.len());
+    let src = cli.dir.path().join("long.jsonl");
+    std::fs::write(&src, &jsonl).unwrap();
+    let id = cli
+        .run(&["import", src.to_str().unwrap(), "--id", "long"])
+        .ok()
+        .trim()
+        .to_string();
+    let path = write_page(&cli, &id, "long");
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 16_000_000, "{size} bytes");
+
+    let page = load(&mut browser, &path);
+    let nav = browser.eval(
+        &page,
+        "(() => { const n = performance.getEntriesByType('navigation')[0]; \
+         return [Math.round(n.responseEnd), Math.round(n.domContentLoadedEventEnd), Number(document.body.dataset.paintedAt), \
+         Number(document.body.dataset.loadMs), document.getElementsByTagName('*').length, document.body.dataset.loadSteps]; })()",
+    );
+    eprintln!(
+        "75k-event page ({size} bytes): [response end, DOMContentLoaded end, first frame painted, script ms, elements, script steps] = {nav}"
+    );
+    // The baseline, measured in the same run on the same data: the same file with a script
+    // that only parses the events (what any page embedding them must do). Printed, not
+    // asserted (timings belong in benches; the machine is shared).
+    let html = std::fs::read_to_string(&path).unwrap();
+    let cut = html.rfind("<script>\n").unwrap();
+    let baseline = cli.dir.path().join("baseline.html");
+    std::fs::write(
+        &baseline,
+        format!(
+            "{}<script>JSON.parse(document.getElementById('agentlog-events').textContent); \
+             requestAnimationFrame(() => setTimeout(() => {{ document.body.dataset.paintedAt = \
+             String(Math.round(performance.now())); }}, 0));</script></body></html>",
+            &html[..cut]
+        ),
+    )
+    .unwrap();
+    // Three rounds, the baseline and the viewer alternating; the medians.
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        for (file, into) in [(&baseline, &mut times.0), (&path, &mut times.1)] {
+            let p = browser.new_page();
+            browser.open(&p, &file_url(file), READY, Duration::from_secs(120));
+            into.push(
+                browser
+                    .eval(&p, "Number(document.body.dataset.paintedAt)")
+                    .as_f64()
+                    .unwrap(),
+            );
+            browser.close_page(p);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[1]
+    };
+    let (base_ms, view_ms) = (median(&mut times.0), median(&mut times.1));
+    eprintln!(
+        "75k-event page: first frame at {view_ms} ms (median of 3), baseline (parse only) \
+         {base_ms} ms: ratio {:.2}",
+        view_ms / base_ms.max(1.0)
+    );
+    // Rendering what is visible: far fewer elements than events.
+    assert!(nav[4].as_u64().unwrap() < 75_000, "{nav}");
+    assert_eq!(rendered_turns(&mut browser, &page), turns_of(&events));
+    let pairs = expected_pairs(&events);
+    let n = pairs.len();
+    let some: Vec<(u64, u64)> = [0, 1, n / 3, n / 2, n - 2, n - 1]
+        .iter()
+        .map(|&i| pairs[i])
+        .collect();
+    check_links(&mut browser, &page, &events[..0], &some);
+    check_search(&mut browser, &page, &events, "m3571");
+    check_keys(&mut browser, &page, &turns_of(&events));
+    check_screenshot(&mut browser, &page, "long");
+    assert_quiet(&mut browser, &page, &path);
+}
+
+#[test]
+fn hostile_text_stays_text() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let evil = r#"</script><script>console.error('injected')</script><img src=http://127.0.0.1:9/x onerror=console.error(1)><!--"#;
+    let jsonl = format!(
+        "{}\n{}\n",
+        json!({"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}),
+        json!({"type":"user/message","seq":1,"time":1,"data":{"role":"user","content":[{"type":"text","text":evil}]}})
+    );
+    let src = cli.dir.path().join("evil.jsonl");
+    std::fs::write(&src, jsonl).unwrap();
+    let id = cli
+        .run(&["import", src.to_str().unwrap(), "--title", evil])
+        .ok()
+        .trim()
+        .to_string();
+    let path = write_page(&cli, &id, "evil");
+    let html = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        html.matches("</script>").count(),
+        5,
+        "only the page's own five elements end"
+    );
+    let page = load(&mut browser, &path);
+    let v = browser.eval(
+        &page,
+        "[document.getElementById('seq-1').textContent, document.querySelector('h1').textContent, \
+          document.querySelectorAll('img').length, document.title]",
+    );
+    assert!(v[0].as_str().unwrap().contains(evil), "{v}");
+    assert_eq!(v[1], json!(evil));
+    assert_eq!(v[2], json!(0));
+    assert!(v[3].as_str().unwrap().starts_with(evil), "{v}");
+    assert_quiet(&mut browser, &page, &path);
+}
+
+/// A link to an event (`page.html#seq-N`) opens the page there, the event rendered, on screen
+/// and marked, even inside a folded step of a later turn.
+#[test]
+fn a_link_to_an_event_opens_the_page_there() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let id = cli.import_example("tools-and-approvals", &[]);
+    let path = write_page(&cli, &id, "linked");
+    let events = events_of(&std::fs::read_to_string(example("tools-and-approvals.jsonl")).unwrap());
+    // The first call (a folded step) and the last event.
+    let call = events.iter().find(|e| e["type"] == "tool/call").unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    let last = events.len() as u64 - 1;
+    for seq in [call, last] {
+        let page = browser.new_page();
+        let url = format!("{}#seq-{seq}", file_url(&path));
+        browser.open(&page, &url, READY, Duration::from_secs(120));
+        let v = browser.eval(
+            &page,
+            &format!(
+                "(async () => {{ await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+                 const e = document.getElementById('seq-{seq}'); if (!e) return 'missing'; \
+                 const b = e.getBoundingClientRect(); \
+                 return [e.classList.contains('targeted'), b.top >= 0 && b.bottom <= innerHeight, \
+                 Math.round(document.getElementById('top').getBoundingClientRect().top)]; }})()"
+            ),
+        );
+        assert_eq!(v, json!([true, true, 0]), "{url}");
+        assert_quiet(&mut browser, &page, &path);
+        browser.close_page(page);
+    }
+}

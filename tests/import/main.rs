@@ -1,0 +1,5 @@
+//! The import layer's integration tests, one binary (`cargo test --test import`):
+//! `agentlog::import`: Codex rollouts and Claude Code transcripts.
+//! See `tests/README.md`.
+
+mod import_formats;

@@ -1,0 +1,10 @@
+//! The session layer's integration tests, one binary (`cargo test --test session`):
+//! `agentlog::session`: the lifecycle rules, checkpoints, replay.
+//! See `tests/README.md`.
+
+mod append_copies;
+mod checkpoint;
+mod checkpoint_views;
+mod lifecycle;
+mod regressions;
+mod replay;
