@@ -10,10 +10,9 @@
 //!
 //! See [`compress_segment`] for the byte layout, which `docs/format.md` repeats.
 
+use std::cell::RefCell;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
@@ -197,20 +196,43 @@ impl BlockFault {
     }
 }
 
+/// What decompressing a block gave: the offsets of its records, or what is wrong with it.
+type Decoded = std::result::Result<Box<[u32]>, BlockFault>;
+
+thread_local! {
+    /// One zstd decompression context per thread, reused for every block of every cold
+    /// segment (making one costs more than decompressing a small block).
+    static DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// Decompresses the zstd frame `z` into `dst`, which it must fill exactly; returns the bytes
+/// written.
+fn decompress_into(z: &[u8], dst: &mut [u8]) -> std::io::Result<usize> {
+    DCTX.with(|cell| {
+        // (A fill never decompresses another block: the context is never borrowed twice.)
+        let mut slot = cell.try_borrow_mut().map_err(std::io::Error::other)?;
+        let d = match &mut *slot {
+            Some(d) => d,
+            none => none.insert(zstd::bulk::Decompressor::new()?),
+        };
+        d.decompress_to_buffer(z, dst)
+    })
+}
+
 /// The read side of a cold segment: its header and block index, and the plain segment's bytes
-/// rebuilt in memory (an anonymous in-memory file, mapped), block by block, the first time a
-/// read needs one. A decompressed block stays for the life of the view, so the records borrowed
-/// from it stay valid as long as those of a mapped plain segment.
+/// rebuilt in anonymous memory, block by block, the first time a read needs one (decompressed
+/// straight to where the block's records belong). A decompressed block stays for the life of
+/// the view, so the records borrowed from it stay valid as long as those of a mapped plain
+/// segment.
 #[derive(Debug)]
 pub(crate) struct ColdSegment {
     pub head: ColdHeader,
     blocks: Vec<BlockEntry>,
     /// The cold file, mapped.
     file_map: Mmap,
-    /// The rebuilt plain segment: written with `pwrite`, read through the view's map of it.
-    plain_file: File,
-    /// Per block: the offsets of its records once decompressed, or what is wrong with it.
-    done: Vec<OnceLock<std::result::Result<Box<[u32]>, BlockFault>>>,
+    /// The rebuilt plain segment (its header, then each block once decompressed), and per
+    /// block what decompressing it gave.
+    plain: mmap::FillMap<Decoded>,
 }
 
 impl ColdSegment {
@@ -220,7 +242,7 @@ impl ColdSegment {
         file: &File,
         path: &Path,
         base_seq: u64,
-    ) -> Result<(ColdSegment, SegmentHeader, Mmap)> {
+    ) -> Result<(ColdSegment, SegmentHeader)> {
         let len = file
             .metadata()
             .map_err(|e| Error::io("stat segment", path, e))?
@@ -309,28 +331,32 @@ impl ColdSegment {
                 ),
             ));
         }
-        let plain_file = memfd(path)?;
-        plain_file
-            .set_len(head.end)
-            .map_err(|e| Error::io("size the decompression buffer of", path, e))?;
-        let plain = mmap::map_read(&plain_file, head.end)
+        // The plain segment's header, where the plain segment has it, then the blocks (which
+        // tile the records: checked above).
+        let ranges = blocks
+            .iter()
+            .map(|b| {
+                let start = b.offset as usize;
+                (start, start + b.len as usize)
+            })
+            .collect();
+        let plain = mmap::FillMap::new(head.end, &file_map[HEADER_SIZE..2 * HEADER_SIZE], ranges)
             .map_err(|e| Error::io("map the decompression buffer of", path, e))?;
-        // The plain segment's header, where the plain file has it.
-        plain_file
-            .write_all_at(&file_map[HEADER_SIZE..2 * HEADER_SIZE], 0)
-            .map_err(|e| Error::io("fill the decompression buffer of", path, e))?;
-        let done = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok((
             ColdSegment {
                 head,
                 blocks,
                 file_map,
-                plain_file,
-                done,
+                plain,
             },
             plain_header,
-            plain,
         ))
+    }
+
+    /// The plain segment's bytes: its header, and the blocks decompressed so far (the others
+    /// read as zeros).
+    pub(crate) fn plain(&self) -> &[u8] {
+        self.plain.bytes()
     }
 
     /// The block holding record `i`.
@@ -355,13 +381,23 @@ impl ColdSegment {
 
     /// Decompresses block `k` (once) and returns its record offsets.
     fn ensure(&self, k: usize) -> std::result::Result<&[u32], BlockFault> {
-        match self.done[k].get_or_init(|| self.decode(k)) {
+        match self.plain.get_or_fill(k, |dst| self.decode(k, dst)) {
             Ok(o) => Ok(o),
             Err(f) => Err(f.clone()),
         }
     }
 
-    fn decode(&self, k: usize) -> std::result::Result<Box<[u32]>, BlockFault> {
+    /// Decompresses block `k` into `dst` (its bytes in the plain segment), checks that it holds
+    /// whole records, and returns their offsets. A damaged block leaves `dst` zeroed.
+    fn decode(&self, k: usize, dst: &mut [u8]) -> Decoded {
+        let out = self.decode_into(k, dst);
+        if out.is_err() {
+            dst.fill(0);
+        }
+        out
+    }
+
+    fn decode_into(&self, k: usize, out: &mut [u8]) -> Decoded {
         let b = self.blocks[k];
         let fault = |what: String| BlockFault {
             file_offset: b.zoffset,
@@ -380,15 +416,14 @@ impl ColdSegment {
                 b.crc
             )));
         }
-        let out =
-            zstd::bulk::decompress(z, b.len as usize).map_err(|e| fault(format!("zstd: {e}")))?;
-        if out.len() != b.len as usize {
+        let n = decompress_into(z, out).map_err(|e| fault(format!("zstd: {e}")))?;
+        if n != b.len as usize {
             return Err(fault(format!(
-                "it decompresses to {} bytes, the index says {}",
-                out.len(),
+                "it decompresses to {n} bytes, the index says {}",
                 b.len
             )));
         }
+        let out = &*out;
         // The records' offsets, from their headers (each record is checked when it is read).
         let mut offsets = Vec::with_capacity(b.count as usize);
         let mut at = 0usize;
@@ -408,9 +443,6 @@ impl ColdSegment {
                 b.len
             )));
         }
-        self.plain_file
-            .write_all_at(&out, u64::from(b.offset))
-            .map_err(|e| fault(format!("writing the decompressed block: {e}")))?;
         Ok(offsets.into_boxed_slice())
     }
 
@@ -471,13 +503,6 @@ impl ColdSegment {
             synced_end: self.head.end as u32,
         }
     }
-}
-
-/// An anonymous in-memory file (the rebuilt plain bytes of a cold segment).
-fn memfd(path: &Path) -> Result<File> {
-    let fd = rustix::fs::memfd_create(c"agentlog-cold", rustix::fs::MemfdFlags::CLOEXEC)
-        .map_err(|e| Error::io("create the decompression buffer of", path, e.into()))?;
-    Ok(File::from(fd))
 }
 
 /// What [`compress_segment`] did.

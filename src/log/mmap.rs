@@ -11,8 +11,9 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::OnceLock;
 
-use memmap2::{Mmap, MmapMut, MmapOptions};
+use memmap2::{Advice, Mmap, MmapMut, MmapOptions, MmapRaw};
 
 fn map_len(len: u64) -> io::Result<usize> {
     usize::try_from(len).ok().filter(|&l| l > 0).ok_or_else(|| {
@@ -47,4 +48,91 @@ pub(crate) fn copy_to_map(bytes: &[u8]) -> io::Result<Mmap> {
     let mut map = MmapMut::map_anon(map_len(bytes.len() as u64)?)?;
     map.copy_from_slice(bytes);
     map.make_read_only()
+}
+
+/// Anonymous memory rebuilt range by range while it is read (the plain bytes of a cold
+/// segment, decompressed one block at a time): the ranges are fixed when it is made, each is
+/// filled at most once (the first [`get_or_fill`](Self::get_or_fill) of it writes it, straight
+/// from the decompressor, no copy), and readers read a range only after its fill returned, the
+/// same contract as a segment's writer and its readers (a published range never changes).
+pub(crate) struct FillMap<T> {
+    raw: MmapRaw,
+    /// Each range (start, end), in order, disjoint, inside the map; and what its fill returned.
+    ranges: Vec<(usize, usize)>,
+    filled: Vec<OnceLock<T>>,
+}
+
+impl<T> std::fmt::Debug for FillMap<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FillMap")
+            .field("len", &self.raw.len())
+            .field("ranges", &self.ranges.len())
+            .finish()
+    }
+}
+
+impl<T> FillMap<T> {
+    /// Maps `len` bytes of zeroed anonymous memory starting with `prefix`, to be filled in
+    /// `ranges` (sorted, disjoint, after the prefix, inside `len`; refused otherwise). Only the
+    /// pages written take memory.
+    pub(crate) fn new(
+        len: u64,
+        prefix: &[u8],
+        ranges: Vec<(usize, usize)>,
+    ) -> io::Result<FillMap<T>> {
+        let n = map_len(len)?;
+        let mut at = prefix.len();
+        for &(start, end) in &ranges {
+            if start < at || end < start || end > n {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("fill range {start}..{end} overlaps or leaves the map ({n} bytes)"),
+                ));
+            }
+            at = end;
+        }
+        if at > n {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a prefix of {at} bytes in a map of {n}"),
+            ));
+        }
+        let mut map = MmapMut::map_anon(n)?;
+        map[..prefix.len()].copy_from_slice(prefix);
+        let raw = MmapRaw::from(map);
+        let filled = ranges.iter().map(|_| OnceLock::new()).collect();
+        Ok(FillMap {
+            raw,
+            ranges,
+            filled,
+        })
+    }
+
+    /// The whole map: a range may be read once its fill returned (before, it reads as zeros, or
+    /// as a fill in progress).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: the map lives as long as `self`; the only writes are the fills of ranges, each
+        // once, before any reader reads that range (see the type's documentation).
+        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.raw.len()) }
+    }
+
+    /// Fills range `k` with `fill` unless it was filled before (by this or another thread,
+    /// which this call then waits for); returns what the fill returned.
+    pub(crate) fn get_or_fill(&self, k: usize, fill: impl FnOnce(&mut [u8]) -> T) -> &T {
+        self.filled[k].get_or_init(|| {
+            let (start, end) = self.ranges[k];
+            // Bring the range's pages in with one call instead of a page fault each (Linux 5.14
+            // and later; elsewhere the writes fault them in).
+            let _ = self
+                .raw
+                .advise_range(Advice::PopulateWrite, start, end - start);
+            // SAFETY: the range is inside the map (checked in `new`), disjoint from every other
+            // range, and this closure runs at most once for it (`OnceLock`): no other reference
+            // to these bytes is written or read meanwhile.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(self.raw.as_mut_ptr().add(start), end - start)
+            };
+            fill(dst)
+        })
+    }
 }

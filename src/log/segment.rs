@@ -284,7 +284,8 @@ pub(crate) struct SegmentView {
     pub header: SegmentHeader,
     pub check: RecordCheck,
     file: File,
-    map: Mmap,
+    /// The mapped segment file (`None` for a cold segment: its bytes are the cold view's).
+    map: Option<Mmap>,
     index: Option<(File, Mmap)>,
     /// Offsets found by scanning, used instead of a damaged or missing index.
     fallback: OnceLock<Vec<u32>>,
@@ -359,7 +360,7 @@ impl SegmentView {
             header,
             check,
             file,
-            map,
+            map: Some(map),
             index,
             fallback: OnceLock::new(),
             readable: AtomicU64::new(len),
@@ -369,15 +370,15 @@ impl SegmentView {
     }
 
     fn open_cold(file: File, path: PathBuf, base_seq: u64) -> Result<SegmentView> {
-        let (cold, header, map) = ColdSegment::open(&file, &path, base_seq)?;
+        let (cold, header) = ColdSegment::open(&file, &path, base_seq)?;
         let check = RecordCheck::of(&header);
-        let len = map.len() as u64;
+        let len = cold.plain().len() as u64;
         Ok(SegmentView {
             path,
             header,
             check,
             file,
-            map,
+            map: None,
             index: None,
             fallback: OnceLock::new(),
             readable: AtomicU64::new(len),
@@ -450,7 +451,7 @@ impl SegmentView {
             header,
             check,
             file,
-            map,
+            map: Some(map),
             index,
             fallback: OnceLock::new(),
             readable: AtomicU64::new(bytes.len() as u64),
@@ -506,11 +507,13 @@ impl SegmentView {
 
     #[inline]
     fn data_plain(&self) -> &[u8] {
-        let n = self
-            .readable
-            .load(Ordering::Acquire)
-            .min(self.map.len() as u64);
-        &self.map[..n as usize]
+        let all: &[u8] = match (&self.map, &self.cold) {
+            (Some(m), _) => m,
+            (None, Some(c)) => c.plain(),
+            (None, None) => &[],
+        };
+        let n = self.readable.load(Ordering::Acquire).min(all.len() as u64);
+        &all[..n as usize]
     }
 
     /// Sets how many bytes may be read (the writer grew the file).

@@ -1,0 +1,136 @@
+//! Reads of cold (compressed) segments after the read path's rework (blocks decompressed
+//! straight into the rebuilt segment, one zstd context per thread): threads sharing a reader
+//! each get the right records; a block whose checksum holds but which zstd cannot decode fails
+//! only its own records, names zstd, and leaves the thread's context usable for the next block.
+
+use std::path::{Path, PathBuf};
+
+use agentlog::log::{
+    compress_log, verify, CorruptionKind, Error, Log, LogReader, Options, OsStorage,
+};
+
+/// Payloads that look like small events, with a few large ones (blocks of one record).
+fn payload(i: u64) -> Vec<u8> {
+    let mut p = format!(
+        r#"{{"seq":{i},"type":"assistant/chunk","data":{{"turn":{},"delta":"word {} of the answer"}}}}"#,
+        i / 40,
+        i * 13 % 997
+    )
+    .into_bytes();
+    if i % 700 == 3 {
+        p.extend(std::iter::repeat_n(b'y', 40_000 + i as usize));
+    }
+    p
+}
+
+fn write_cold_log(dir: &Path, n: u64) -> Vec<Vec<u8>> {
+    let (log, _) = Log::open(dir, Options::default().segment_size(1 << 20)).unwrap();
+    let all: Vec<Vec<u8>> = (0..n).map(payload).collect();
+    for p in &all {
+        log.append(p).unwrap();
+    }
+    log.close().unwrap();
+    let done = compress_log(dir, &OsStorage).unwrap();
+    assert!(done.len() >= 2, "several segments: {}", done.len());
+    all
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn threads_sharing_a_reader_each_get_the_right_records_of_a_cold_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    let all = write_cold_log(&dir, 6000);
+    let reader = LogReader::open(&dir).unwrap();
+    let n = all.len() as u64;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (reader, all) = (&reader, &all);
+            s.spawn(move || {
+                // Each thread jumps between blocks and segments in its own order, so threads
+                // race to decompress the same blocks.
+                for k in 0..n {
+                    let seq = (k * (7919 + 2 * t) + t * 1000) % n;
+                    assert_eq!(
+                        reader.get(seq).unwrap().payload,
+                        &all[seq as usize][..],
+                        "seq {seq}"
+                    );
+                }
+            });
+        }
+    });
+    let read: Vec<Vec<u8>> = LogReader::open(&dir)
+        .unwrap()
+        .iter()
+        .map(|r| r.unwrap().payload.to_vec())
+        .collect();
+    assert_eq!(read, all);
+}
+
+#[test]
+fn a_block_zstd_cannot_decode_fails_only_its_records_and_the_next_block_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    let all = write_cold_log(&dir, 6000);
+    let seg = segments(&dir)[0].clone();
+    let mut b = std::fs::read(&seg).unwrap();
+    // Block 0's zstd frame starts at byte 128: break its magic, then make every checksum agree
+    // (the block's in the index entry, the index's and the header's), so the checksums pass and
+    // zstd itself refuses the frame.
+    b[128..132].copy_from_slice(b"XXXX");
+    let index_offset = u64_at(&b, 48) as usize;
+    let blocks = u32_at(&b, 40) as usize;
+    let zlen = u32_at(&b, index_offset + 24) as usize;
+    let crc = crc32fast::hash(&b[128..128 + zlen]);
+    b[index_offset + 28..index_offset + 32].copy_from_slice(&crc.to_le_bytes());
+    let index_crc = crc32fast::hash(&b[index_offset..index_offset + 32 * blocks]);
+    b[56..60].copy_from_slice(&index_crc.to_le_bytes());
+    let head_crc = crc32fast::hash(&b[..60]);
+    b[60..64].copy_from_slice(&head_crc.to_le_bytes());
+    std::fs::write(&seg, &b).unwrap();
+
+    let reader = LogReader::open(&dir).unwrap();
+    match reader.get(1) {
+        Err(Error::Corrupt(c)) => {
+            assert_eq!(c.path, seg);
+            assert_eq!(c.offset, 128);
+            assert_eq!(c.seq, Some(1));
+            assert!(
+                matches!(&c.kind, CorruptionKind::CompressedBlock(w) if w.contains("block 0") && w.contains("zstd")),
+                "{:?}",
+                c.kind
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same thread decompresses the next blocks with the same context.
+    let first_of_block_1 = (1..all.len() as u64)
+        .find(|&s| reader.get(s).is_ok())
+        .expect("a later record reads");
+    for seq in first_of_block_1..all.len() as u64 {
+        assert_eq!(reader.get(seq).unwrap().payload, &all[seq as usize][..]);
+    }
+    // Asking again gives the same error, not bytes of a half-decoded block.
+    assert!(matches!(reader.get(0), Err(Error::Corrupt(c)) if c.offset == 128));
+    let report = verify(&dir).unwrap();
+    let d = report.corruption().expect("corruption");
+    assert_eq!((d.corruption.offset, d.corruption.seq), (128, Some(0)));
+}
