@@ -55,6 +55,11 @@ pub fn segments(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Whether a segment file is a compressed (cold) one: it starts with the cold magic.
+pub fn is_cold(path: &Path) -> bool {
+    std::fs::read(path).unwrap()[..8] == agentlog::log::COLD_MAGIC
+}
+
 /// The base seq of a segment or index file, from its name (`<base seq, 20 digits>.seg`).
 pub fn base_seq(path: &Path) -> Option<u64> {
     path.file_stem()?.to_str()?.parse().ok()

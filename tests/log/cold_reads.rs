@@ -3,11 +3,12 @@
 //! each get the right records; a block whose checksum holds but which zstd cannot decode fails
 //! only its own records, names zstd, and leaves the thread's context usable for the next block.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agentlog::log::{
     compress_log, verify, CorruptionKind, Error, Log, LogReader, Options, OsStorage,
 };
+use testkit::segments;
 
 /// Payloads that look like small events, with a few large ones (blocks of one record).
 fn payload(i: u64) -> Vec<u8> {
@@ -33,16 +34,6 @@ fn write_cold_log(dir: &Path, n: u64) -> Vec<Vec<u8>> {
     let done = compress_log(dir, &OsStorage).unwrap();
     assert!(done.len() >= 2, "several segments: {}", done.len());
     all
-}
-
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    v.sort();
-    v
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {

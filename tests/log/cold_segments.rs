@@ -3,14 +3,15 @@
 //! compressed block is named by file, offset and seq; a compression that fails at any step
 //! leaves a whole log; `compress_sealed` compresses the sealed segments of a log being written.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use agentlog::log::sim::{OpKind, SimStorage, EIO};
 use agentlog::log::{
     compress_log, compress_segment, verify, CorruptionKind, Error, Log, LogReader, Options,
-    OsStorage, RecoveryMode, COLD_MAGIC,
+    OsStorage, RecoveryMode,
 };
+use testkit::{is_cold, segments};
 
 /// Payloads that look like small events (some repetition, some variety), a few large ones.
 fn payload(i: u64) -> Vec<u8> {
@@ -34,20 +35,6 @@ fn write_log(dir: &Path, n: u64, options: Options) -> Vec<Vec<u8>> {
     }
     log.close().unwrap();
     all
-}
-
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn is_cold(path: &Path) -> bool {
-    std::fs::read(path).unwrap()[..8] == COLD_MAGIC
 }
 
 fn assert_reads_equal(dir: &Path, all: &[Vec<u8>]) {

@@ -4,11 +4,12 @@
 //! segments of a session being written.
 
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use agentlog::event::parse_draft_line;
-use agentlog::log::{verify, COLD_MAGIC};
+use agentlog::log::verify;
 use agentlog::store::{ForkPoint, ImportOptions, NewSession, Query, Store};
+use testkit::{is_cold, segments};
 
 fn example(name: &str) -> Vec<u8> {
     std::fs::read(
@@ -32,20 +33,6 @@ fn export(store: &Store, id: &str) -> Vec<u8> {
         .export(&mut out, true, |_| {})
         .unwrap();
     out
-}
-
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn is_cold(path: &Path) -> bool {
-    std::fs::read(path).unwrap()[..8] == COLD_MAGIC
 }
 
 fn search(store: &Store, query: &Query) -> Vec<(String, u64, String)> {
