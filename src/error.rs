@@ -64,6 +64,14 @@ pub enum Error {
     },
     /// A value the caller gave is not acceptable (a bad option, a fork point beyond the end, …).
     Invalid(String),
+    /// An import refused the event of one line: `source` says why (an event too large, a value
+    /// refused, …), keeping its type.
+    Import {
+        /// The line of the imported file (1-based).
+        line: u64,
+        /// Why the event of that line was refused.
+        source: Box<Error>,
+    },
     /// The NATS server, the network or the stream failed or refused (shipping, restoring).
     Remote(String),
 }
@@ -113,6 +121,7 @@ impl fmt::Display for Error {
             Error::BadFile { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::BrokenMeta { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::Invalid(s) => f.write_str(s),
+            Error::Import { line, source } => write!(f, "line {line}: {source}"),
             Error::Remote(s) => f.write_str(s),
         }
     }
@@ -126,6 +135,7 @@ impl std::error::Error for Error {
             Error::Parse(e) => Some(e),
             Error::Archive { source, .. } => Some(source),
             Error::Io { source, .. } => Some(source),
+            Error::Import { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

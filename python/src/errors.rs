@@ -117,7 +117,7 @@ pub fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
             ],
         ),
         CoreError::Log(l) => log_to_py(py, l, msg),
-        CoreError::Io { source, .. } if source.raw_os_error() == Some(28) => {
+        CoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
             DiskFullError::new_err(msg)
         }
         _ => Error::new_err(msg),

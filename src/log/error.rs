@@ -107,6 +107,8 @@ impl fmt::Display for Corruption {
     }
 }
 
+impl std::error::Error for Corruption {}
+
 /// An error of the storage engine.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -203,7 +205,7 @@ impl Error {
 
     /// True when the operating system reported a full disk.
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.raw_os_error() == Some(28))
+        matches!(self, Error::Io { source, .. } if is_storage_full(source))
     }
 }
 
@@ -212,7 +214,7 @@ impl fmt::Display for Error {
         match self {
             Error::Io { op, path, source } => {
                 write!(f, "{op} {}: {source}", path.display())?;
-                if source.raw_os_error() == Some(28) {
+                if is_storage_full(source) {
                     write!(
                         f,
                         " (the disk is full; nothing was written, free space and retry)"
@@ -265,9 +267,21 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            Error::Corrupt(c) | Error::TornTail(c) => {
+                let c: &Corruption = c;
+                Some(c)
+            }
             _ => None,
         }
     }
+}
+
+/// A full disk (or quota), as the operating system reports it: `ENOSPC`/`EDQUOT`.
+fn is_storage_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// Result of the storage engine.

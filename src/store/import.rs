@@ -72,10 +72,12 @@ fn at_line(line: u64, e: Error) -> Error {
             Error::Lifecycle(l)
         }
         Error::Parse(p) => Error::Parse(p),
-        // Refusals of one event's content: worded with its line (the structure of the error
-        // matters less than where to look).
+        // Refusals of one event's content: the line, with the refusal kept as it is.
         e @ (Error::Invalid(_) | Error::Log(crate::log::Error::EventTooLarge { .. })) => {
-            Error::Invalid(format!("line {line}: {e}"))
+            Error::Import {
+                line,
+                source: Box::new(e),
+            }
         }
         other => other,
     }

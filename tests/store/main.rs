@@ -3,6 +3,7 @@
 //! See `tests/README.md`.
 
 mod cold_store;
+mod errors;
 mod fork;
 mod search;
 mod search_alloc;
