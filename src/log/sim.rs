@@ -589,20 +589,18 @@ struct SimSyncer {
 
 impl Syncer for SimSyncer {
     fn sync_data(&self) -> io::Result<()> {
-        // Operations recorded before the sync starts are durable once it returns; those made
-        // while it runs may or may not be, so they stay pending.
-        let upto = {
-            let mut s = lock(&self.state);
-            s.count(OpKind::Sync)?;
-            s.files[self.id].pending.len()
-        };
+        // Operations recorded before the sync are durable once it returns; those made after
+        // it stay pending. One critical section: with two syncs of a file in flight at once
+        // (group commit), a count taken under one lock and drained under another could find
+        // the other sync had drained the operations first.
         // No real fdatasync: durability is what this simulation records, and tests stay fast.
         let mut s = lock(&self.state);
+        s.count(OpKind::Sync)?;
         if s.dead {
             return Err(io::Error::other("the simulated power is off"));
         }
         let f = &mut s.files[self.id];
-        let done: Vec<Op> = f.pending.drain(..upto).collect();
+        let done: Vec<Op> = f.pending.drain(..).collect();
         for op in &done {
             op.apply(&mut f.durable, None);
         }
