@@ -5,13 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use agentlog::event::parse_draft_line;
 use agentlog::log::{Options, RecoveryMode};
 use agentlog::session::{
     CheckpointCheck, Session, SessionMeta, SessionOptions, SessionReader, CHECKPOINT_FILE,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
+use testkit::session::append;
 
 fn options() -> SessionOptions {
     SessionOptions {
@@ -22,12 +22,6 @@ fn options() -> SessionOptions {
             .preallocate(1 << 10),
         ..SessionOptions::default()
     }
-}
-
-fn append(s: &Session, json: &str) {
-    let d = parse_draft_line(json).unwrap_or_else(|e| panic!("{json}: {e}"));
-    s.append_draft(d)
-        .unwrap_or_else(|e| panic!("{json} refused: {e}"));
 }
 
 /// One step of a generated session.
