@@ -62,3 +62,47 @@ impl T {
         msg
     }
 }
+
+/// A session written step by step by a test's generator: the session (taken out at a close),
+/// its directory, the last turn number and the number of events appended. A clean close and
+/// an open (`reopen`) use the options it was created with.
+pub struct Driver {
+    pub dir: std::path::PathBuf,
+    pub s: Option<Session>,
+    pub turn: u64,
+    pub n: u64,
+    options: fn() -> SessionOptions,
+}
+
+impl Driver {
+    /// A new session `s` under `root`.
+    pub fn new(root: &Path, options: fn() -> SessionOptions) -> Driver {
+        let dir = root.join("s");
+        let s = Session::create(&dir, SessionMeta::new("s", 0), options()).unwrap();
+        Driver {
+            dir,
+            s: Some(s),
+            turn: 0,
+            n: 0,
+            options,
+        }
+    }
+
+    /// The open session.
+    pub fn s(&self) -> &Session {
+        self.s.as_ref().unwrap()
+    }
+
+    /// Appends one event, which must be accepted.
+    pub fn ev(&mut self, json: &str) {
+        append(self.s(), json);
+        self.n += 1;
+    }
+
+    /// Closes the session cleanly and opens it again.
+    pub fn reopen(&mut self) {
+        self.s.take().unwrap().close().unwrap();
+        let (s, _) = Session::open(&self.dir, (self.options)()).unwrap();
+        self.s = Some(s);
+    }
+}

@@ -10,12 +10,10 @@ use std::path::{Path, PathBuf};
 
 use agentlog::log::{Options, RecoveryMode};
 use agentlog::project::Messages;
-use agentlog::session::{
-    CheckpointCheck, Session, SessionMeta, SessionOptions, SessionReader, CHECKPOINT_FILE,
-};
+use agentlog::session::{CheckpointCheck, Session, SessionOptions, SessionReader, CHECKPOINT_FILE};
 use proptest::collection::vec;
 use proptest::prelude::*;
-use session_common::append;
+use session_common::{append, Driver};
 
 fn options() -> SessionOptions {
     SessionOptions {
@@ -48,38 +46,25 @@ fn act() -> impl Strategy<Value = Act> {
     ]
 }
 
-struct Gen {
-    dir: PathBuf,
-    s: Option<Session>,
-    turn: u64,
-    n: u64,
+/// The generator: a [`Driver`] with this module's steps.
+struct Gen(Driver);
+
+impl std::ops::Deref for Gen {
+    type Target = Driver;
+    fn deref(&self) -> &Driver {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Gen {
+    fn deref_mut(&mut self) -> &mut Driver {
+        &mut self.0
+    }
 }
 
 impl Gen {
     fn new(root: &Path) -> Gen {
-        let dir = root.join("s");
-        let s = Session::create(&dir, SessionMeta::new("s", 0), options()).unwrap();
-        Gen {
-            dir,
-            s: Some(s),
-            turn: 0,
-            n: 0,
-        }
-    }
-
-    fn s(&self) -> &Session {
-        self.s.as_ref().unwrap()
-    }
-
-    fn ev(&mut self, json: &str) {
-        append(self.s(), json);
-        self.n += 1;
-    }
-
-    fn reopen(&mut self) {
-        self.s.take().unwrap().close().unwrap();
-        let (s, _) = Session::open(&self.dir, options()).unwrap();
-        self.s = Some(s);
+        Gen(Driver::new(root, options))
     }
 
     fn run(&mut self, a: &Act) {
