@@ -102,7 +102,7 @@ pub fn copy_prefix(from: &Path, to: &Path, n: u64) -> Result<PrefixCopy> {
         });
     }
     // The segments past the prefix are never mapped.
-    let bases = reader.segment_bases();
+    let bases = reader.segment_bases()?;
     let mut out = PrefixCopy {
         records: n,
         ..PrefixCopy::default()

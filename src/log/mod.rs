@@ -14,6 +14,7 @@
 //!     00000000000000052311.seg   the next segment, named by its base seq
 //!     LOCK                       held by the one writer
 //!     LOGMETA                    write-once metadata of the log's user (see read_meta)
+//!     LASTSEG                    a checksummed hint naming the last segment (a cache)
 //! ```
 //!
 //! # Example
@@ -44,6 +45,7 @@ pub(crate) mod cold;
 mod error;
 mod fork;
 mod format;
+mod hint;
 mod io;
 mod lock;
 mod meta;
@@ -64,6 +66,7 @@ pub use cold::{
 pub use error::{Corruption, CorruptionKind, Error, Result};
 pub use fork::{copy_prefix, PrefixCopy};
 pub use format::{HeaderError, IndexState, LogId, FORMAT_VERSION, MAX_SEQ};
+pub use hint::{LASTSEG_FILE, LASTSEG_TMP_FILE};
 /// The bytes a record with a payload of `len` bytes takes in a segment (16-byte header,
 /// payload, zero padding to a multiple of 16).
 pub fn record_size_on_disk(len: u64) -> u64 {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::error::{Corruption, Error, Result};
 use super::format::{self, IndexHeader, IndexState, LogId, HEADER_SIZE};
+use super::hint::{self, Hint};
 use super::lock::WriterLock;
 use super::options::{Options, RecoveryMode};
 use super::reader::Shared;
@@ -326,6 +327,16 @@ fn repair(
     };
     if let Some(plan) = seal_last {
         seal_plan(dir, options, &plan, report)?;
+    }
+    // The hint of a log reopened, when it does not name the active segment (a log written by an
+    // older build, or changed by recovery): not synced, as the active segment exists and is the
+    // last (docs/format.md, `LASTSEG`).
+    let hint = Hint {
+        log_id,
+        last_base: active.base,
+    };
+    if hint::read_hint(dir) != Some(hint) {
+        let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
     }
     let writer = Writer {
         active: Some(active),

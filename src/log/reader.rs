@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::error::{CorruptionKind, Error, Result};
 use super::format::{self, IndexState, LogId, SegmentHeader, HEADER_SIZE};
+use super::hint;
 use super::recovery;
 use super::segment::{self, check_record, Fault, SegmentView};
 
@@ -63,6 +64,8 @@ impl Slot {
             )
         })?;
         let view = SegmentView::open(dir, self.base)?;
+        // Mapped for a read by seq (a scan says so when it enters the segment).
+        view.advise(true);
         // Another clone may have mapped it meanwhile: either view serves.
         let _ = self.view.set(Arc::new(view));
         self.view.get().ok_or_else(|| {
@@ -164,8 +167,16 @@ enum Source {
 #[derive(Debug)]
 pub struct LogReader {
     source: Source,
+    /// Every segment, or, for a reader opened from the `LASTSEG` hint (`partial`), the last ones
+    /// only: the others are listed when a read first needs one ([`LogReader::all_slots`]).
     segments: Arc<Vec<Arc<Slot>>>,
-    /// The header of the first segment: it defines the log (its id and payload schema).
+    /// True while `segments` may lack the first segments.
+    partial: bool,
+    /// A partial reader's whole list, once listed (the known segments at its end).
+    listed: OnceLock<Arc<Vec<Arc<Slot>>>>,
+    /// The header of the first segment: it defines the log (its id and payload schema). A
+    /// reader opened from the hint takes the last segment's, which the hint's log id vouches
+    /// for, until it lists the others.
     first: Option<SegmentHeader>,
     len: u64,
 }
@@ -178,6 +189,8 @@ impl Clone for LogReader {
                 Source::Detached(d) => Source::Detached(Arc::clone(d)),
             },
             segments: Arc::clone(&self.segments),
+            partial: self.partial,
+            listed: self.listed.clone(),
             first: self.first,
             len: self.len,
         }
@@ -199,6 +212,8 @@ impl LogReader {
             source: Source::Attached(shared),
             first: first_mapped(&segments),
             segments,
+            partial: false,
+            listed: OnceLock::new(),
             len,
         }
     }
@@ -214,6 +229,50 @@ impl LogReader {
     /// missing or damaged when it is mapped fails that read with an error naming it.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
         let dir: Arc<Path> = Arc::from(dir.as_ref());
+        if let Some(reader) = LogReader::open_from_hint(&dir) {
+            return Ok(reader);
+        }
+        LogReader::open_listed(dir)
+    }
+
+    /// Opens the log from its `LASTSEG` hint, without listing the directory: `None` when there
+    /// is no hint, or it is not whole, or it does not check (its segment missing, of another
+    /// log or base seq, unreadable): the caller lists the directory then. The hint's segment is
+    /// counted, and when the segment its end names exists (a writer that kept no hint rolled
+    /// since) the reader walks forward to the last one, as a refresh does.
+    fn open_from_hint(dir: &Arc<Path>) -> Option<LogReader> {
+        let hint = hint::read_hint(dir)?;
+        let view = SegmentView::open(dir, hint.last_base).ok()?;
+        if view.header.log_id != hint.log_id || view.header.base_seq != hint.last_base {
+            return None;
+        }
+        view.advise(true);
+        let view = Arc::new(view);
+        let count = last_segment_count(&view).ok()?;
+        let mut reader = LogReader {
+            source: Source::Detached(Arc::clone(dir)),
+            first: Some(view.header),
+            segments: Arc::new(vec![Slot::mapped(view)]),
+            partial: hint.last_base > 0,
+            listed: OnceLock::new(),
+            len: hint.last_base + count,
+        };
+        // The segment after it must not exist (or the reader goes on into it); a sealed one
+        // without a successor is damage, which the listing names.
+        reader.refresh_detached(dir).ok()?;
+        let last = reader.segments.last()?.view.get()?;
+        if last
+            .index_header()
+            .is_some_and(|h| h.state == IndexState::Sealed)
+            && !dir.join(format::segment_file_name(reader.len)).exists()
+        {
+            return None;
+        }
+        Some(reader)
+    }
+
+    /// Opens the log from the directory listing.
+    fn open_listed(dir: Arc<Path>) -> Result<LogReader> {
         let listing = recovery::list(&dir)?;
         if let Some((base, idx)) = listing.missing.first() {
             return Err(Error::corrupt(
@@ -231,6 +290,8 @@ impl LogReader {
             return Ok(LogReader {
                 source: Source::Detached(dir),
                 segments: Arc::new(Vec::new()),
+                partial: false,
+                listed: OnceLock::new(),
                 first: None,
                 len: 0,
             });
@@ -264,12 +325,16 @@ impl LogReader {
             Some(view) => view,
             None => Arc::new(SegmentView::open(&dir, last_base)?),
         };
+        // Opening reads a few pages of it (its header, its last record and index entries).
+        last.advise(true);
         let count = last_segment_count(&last)?;
         let mut segments: Vec<Arc<Slot>> = earlier.iter().map(|&b| Slot::lazy(&dir, b)).collect();
         segments.push(Slot::mapped(Arc::clone(&last)));
         let mut reader = LogReader {
             source: Source::Detached(Arc::clone(&dir)),
             segments: Arc::new(segments),
+            partial: false,
+            listed: OnceLock::new(),
             first: Some(first),
             len: last_base + count,
         };
@@ -316,29 +381,114 @@ impl LogReader {
         self.first.map(|h| h.payload_schema)
     }
 
-    /// The number of segments this reader sees.
-    pub(crate) fn segment_count(&self) -> usize {
-        self.segments.len()
+    /// True when the reader sees a segment (a log always has one once created).
+    pub(crate) fn has_segments(&self) -> bool {
+        !self.segments.is_empty()
+    }
+
+    /// The segments known without listing: all of them, or a partial reader's whole list once
+    /// listed, or its last ones.
+    fn known_slots(&self) -> &[Arc<Slot>] {
+        match self.listed.get() {
+            Some(all) => all,
+            None => &self.segments,
+        }
+    }
+
+    /// Every segment: a reader opened from the `LASTSEG` hint lists the directory the first
+    /// time it needs a segment before the ones it knows (once; clones made before share
+    /// nothing of it, clones made after inherit it). The listing is checked as
+    /// [`LogReader::open`] checks it without a hint (a missing segment, a gap before the first
+    /// one), and the first segment's header replaces the last one's as what defines the log.
+    fn all_slots(&self) -> Result<&[Arc<Slot>]> {
+        if !self.partial {
+            return Ok(&self.segments);
+        }
+        if let Some(all) = self.listed.get() {
+            return Ok(all);
+        }
+        let Source::Detached(dir) = &self.source else {
+            return Ok(&self.segments);
+        };
+        let known = match self.segments.first() {
+            Some(s) => s.base,
+            None => return Ok(&self.segments),
+        };
+        let listing = recovery::list(dir)?;
+        if let Some((base, idx)) = listing.missing.iter().find(|(b, _)| *b < known) {
+            return Err(Error::corrupt(
+                dir.join(format::segment_file_name(*base)),
+                0,
+                Some(*base),
+                CorruptionKind::MissingSegment(format!(
+                    "its index {} is still there",
+                    idx.display()
+                )),
+            ));
+        }
+        let first = listing.bases.first().copied().unwrap_or(known);
+        if first != 0 {
+            return Err(Error::corrupt(
+                dir.join(format::segment_file_name(first)),
+                16,
+                Some(0),
+                CorruptionKind::MissingSeqs { from: 0, to: first },
+            ));
+        }
+        let header = segment::read_segment_header(dir, first)?;
+        if let Some(ours) = &self.first {
+            if ours.log_id != header.log_id {
+                // The segments the hint led to are not of the log the first segment defines.
+                return Err(Error::corrupt(
+                    dir.join(format::segment_file_name(known)),
+                    24,
+                    Some(known),
+                    CorruptionKind::ForeignSegment {
+                        expected: header.log_id.to_string(),
+                        found: ours.log_id.to_string(),
+                    },
+                ));
+            }
+        }
+        let mut all: Vec<Arc<Slot>> = listing
+            .bases
+            .iter()
+            .take_while(|&&b| b < known)
+            .map(|&b| Slot::lazy(dir, b))
+            .collect();
+        all.extend(self.segments.iter().cloned());
+        let _ = self.listed.set(Arc::new(all));
+        Ok(self.listed.get().map_or(&self.segments[..], |v| &v[..]))
+    }
+
+    /// The segments a read of `seq` needs: the known ones when `seq` is in them, else all.
+    fn slots_for(&self, seq: u64) -> Result<&[Arc<Slot>]> {
+        match self.segments.first() {
+            Some(s) if s.base <= seq => Ok(&self.segments),
+            _ => self.all_slots(),
+        }
     }
 
     /// How many of the segments this reader sees are mapped. A reader opened from a directory
     /// maps the last segment when it opens and every other one the first time it reads from it
     /// (clones share what is mapped); a writer's reader shares the writer's maps, all of them.
     pub fn mapped_segments(&self) -> usize {
-        self.segments
+        self.known_slots()
             .iter()
             .filter(|s| s.view.get().is_some())
             .count()
     }
 
-    /// The base seqs of the segments this reader sees.
-    pub(crate) fn segment_bases(&self) -> Vec<u64> {
-        self.segments.iter().map(|s| s.base).collect()
+    /// The base seqs of the segments this reader sees (listing the directory when the reader
+    /// knows only the last ones).
+    pub(crate) fn segment_bases(&self) -> Result<Vec<u64>> {
+        Ok(self.all_slots()?.iter().map(|s| s.base).collect())
     }
 
-    /// The view of segment `k`, mapping it on first use.
+    /// The view of segment `k` of [`segment_bases`](Self::segment_bases), mapping it on first
+    /// use.
     pub(crate) fn segment_view(&self, k: usize) -> Result<&Arc<SegmentView>> {
-        match self.segments.get(k) {
+        match self.all_slots()?.get(k) {
             Some(slot) => slot.view(),
             None => Err(Error::SeqOutOfRange {
                 seq: self.len,
@@ -348,9 +498,12 @@ impl LogReader {
     }
 
     /// Paths and sizes (bytes readable) of the segment files. Segments not mapped yet are not
-    /// mapped for this: their size is the file's (0 when it cannot be read).
+    /// mapped for this: their size is the file's (0 when it cannot be read). A reader opened
+    /// from the `LASTSEG` hint lists the directory for this; when listing fails, the segments
+    /// it knows are returned.
     pub fn segment_files(&self) -> Vec<(PathBuf, u64)> {
-        self.segments
+        let slots = self.all_slots().unwrap_or(&self.segments);
+        slots
             .iter()
             .map(|s| match s.view.get() {
                 Some(v) => (v.path.clone(), v.data().len() as u64),
@@ -379,6 +532,13 @@ impl LogReader {
             }
             Source::Detached(dir) => {
                 let dir = Arc::clone(dir);
+                if self.partial {
+                    // Listed meanwhile: go on with the whole list.
+                    if let Some(all) = self.listed.take() {
+                        self.segments = all;
+                        self.partial = false;
+                    }
+                }
                 self.refresh_detached(&dir)?;
             }
         }
@@ -389,12 +549,10 @@ impl LogReader {
         loop {
             let Some(k) = self.segments.len().checked_sub(1) else {
                 let fresh = LogReader::open(dir)?;
-                self.segments = fresh.segments;
-                self.first = fresh.first;
-                self.len = fresh.len;
+                *self = fresh;
                 return Ok(());
             };
-            let last = Arc::clone(self.segment_view(k)?);
+            let last = Arc::clone(self.segments[k].view()?);
             let last = if last.has_fallback() {
                 // Found by scanning (no usable index when it was opened): scan again, from a
                 // fresh view, or the reader would never see the records appended since.
@@ -468,20 +626,14 @@ impl LogReader {
         }
     }
 
-    fn segment_for(&self, seq: u64) -> Option<usize> {
-        let k = self.segments.partition_point(|s| s.base <= seq);
-        k.checked_sub(1)
-    }
-
     /// The record `seq`, checked (checksum and seq), borrowed from the map.
     pub fn get(&self, seq: u64) -> Result<Record<'_>> {
         if seq >= self.len {
             return Err(Error::SeqOutOfRange { seq, len: self.len });
         }
-        let k = self
-            .segment_for(seq)
-            .ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
-        let view = self.segment_view(k)?;
+        let slots = self.slots_for(seq)?;
+        let k = segment_for(slots, seq).ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
+        let view = slots[k].view()?;
         self.check_ours(view, seq)?;
         let i = seq - view.header.base_seq;
         match view.record(i) {
@@ -538,6 +690,7 @@ impl LogReader {
         .min(self.len);
         Iter {
             reader: self,
+            slots: None,
             seg: usize::MAX,
             view: None,
             offset: 0,
@@ -597,6 +750,11 @@ impl LogReader {
             }
         }
     }
+}
+
+/// The index in `slots` of the segment holding `seq`.
+fn segment_for(slots: &[Arc<Slot>], seq: u64) -> Option<usize> {
+    slots.partition_point(|s| s.base <= seq).checked_sub(1)
 }
 
 /// Counts the records of the last segment of a log being read from outside the writer.
@@ -668,6 +826,9 @@ fn scan_into_fallback(view: &SegmentView, count: u64) {
 #[derive(Debug)]
 pub struct Iter<'a> {
     reader: &'a LogReader,
+    /// The segments it reads: chosen on its first record (the known ones, when it starts in
+    /// them; else all, listed).
+    slots: Option<&'a [Arc<Slot>]>,
     seg: usize,
     /// The view of segment `seg` (mapped when the iterator entered it).
     view: Option<&'a Arc<SegmentView>>,
@@ -686,20 +847,32 @@ impl<'a> Iterator for Iter<'a> {
             return None;
         }
         let reader: &'a LogReader = self.reader;
-        let segments = &reader.segments;
+        let segments = match self.slots {
+            Some(slots) => slots,
+            None => match reader.slots_for(self.seq) {
+                Ok(slots) => {
+                    self.slots = Some(slots);
+                    slots
+                }
+                Err(e) => {
+                    self.seq = self.end;
+                    return Some(Err(e));
+                }
+            },
+        };
         let entering = match segments.get(self.seg.wrapping_add(1)) {
             Some(next) => self.view.is_none() || next.base <= self.seq,
             None => self.view.is_none(),
         };
         if entering {
-            let Some(k) = reader.segment_for(self.seq) else {
+            let Some(k) = segment_for(segments, self.seq) else {
                 self.seq = self.end;
                 return Some(Err(Error::SeqOutOfRange {
                     seq: self.seq,
                     len: reader.len,
                 }));
             };
-            let view = match reader.segment_view(k) {
+            let view = match segments[k].view() {
                 Ok(v) => v,
                 Err(e) => {
                     self.seq = self.end;
@@ -711,6 +884,8 @@ impl<'a> Iterator for Iter<'a> {
                 return Some(Err(e));
             }
             let i = self.seq - view.header.base_seq;
+            // A scan: read ahead again (a reader maps segments for reads by seq).
+            view.advise(false);
             self.seg = k;
             self.view = Some(view);
             self.ready = 0;

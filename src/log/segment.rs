@@ -387,6 +387,24 @@ impl SegmentView {
         })
     }
 
+    /// Tells the kernel how the maps of a plain segment and its index will be read: `random`
+    /// (a lookup: a page fault reads that page, not the readahead window around it, which on
+    /// a disk with a large readahead is the whole segment) or sequential (a scan). Advice only:
+    /// a failure changes nothing but speed.
+    pub(crate) fn advise(&self, random: bool) {
+        let advice = if random {
+            memmap2::Advice::Random
+        } else {
+            memmap2::Advice::Sequential
+        };
+        if let Some(m) = &self.map {
+            let _ = m.advise(advice);
+        }
+        if let Some((_, m)) = &self.index {
+            let _ = m.advise(advice);
+        }
+    }
+
     /// True for a cold (compressed) segment.
     pub(crate) fn is_cold(&self) -> bool {
         self.cold.is_some()

@@ -12,6 +12,7 @@ use super::format::{
     self, IndexHeader, IndexState, LogId, RecordHeader, SegmentHeader, HEADER_SIZE,
     INDEX_ENTRY_SIZE, RECORD_HEADER_SIZE,
 };
+use super::hint::{self, Hint};
 use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
 use super::options::{Durability, Options};
@@ -797,6 +798,18 @@ pub(crate) fn create_segment(
     let seg_path = dir.join(format::segment_file_name(base));
     let idx_path = dir.join(format::index_file_name(base));
     let tmp_path = dir.join(format!("{}.tmp", format::segment_file_name(base)));
+    // The hint names the segment before it exists, durably: it never names a segment that has
+    // a successor it does not know of (docs/format.md, `LASTSEG`). A cache: when it cannot be
+    // written there is no hint, and readers list the directory.
+    let _ = hint::write_hint(
+        storage.as_ref(),
+        dir,
+        Hint {
+            log_id,
+            last_base: base,
+        },
+        true,
+    );
     let mut idx = storage
         .create(&idx_path, index_capacity(capacity))
         .map_err(|e| Error::io("create index", &idx_path, e))?;

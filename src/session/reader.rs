@@ -43,7 +43,7 @@ impl SessionReader {
         let dir = dir.as_ref().to_path_buf();
         let meta = SessionMeta::load(&dir)?;
         let log = LogReader::open(&dir)?;
-        if log.segment_count() == 0 {
+        if !log.has_segments() {
             // A session's log is created before its session.json: it has lost its segments.
             return Err(Error::Log(crate::log::Error::Corrupt(Box::new(
                 crate::log::Corruption {

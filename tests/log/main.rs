@@ -11,6 +11,7 @@ mod crash_kill;
 mod disk_full;
 mod events_roundtrip;
 mod fuzz_corpus;
+mod last_segment_hint;
 mod lazy_reader;
 mod power_loss;
 mod recovery;
