@@ -12,7 +12,8 @@
 //!   `write()` + `fdatasync`, SQLite WAL `synchronous=FULL`.
 //! - `replay`: every event of a 100,000-event session read and its content touched: agentlog
 //!   `LogReader::iter` (checksums) + `access_event` (validation); JSONL `serde_json` per line;
-//!   SQLite `SELECT data ORDER BY seq` + `serde_json`.
+//!   SQLite `SELECT data ORDER BY seq` + `serde_json`; `memcpy`: the same record bytes copied
+//!   from memory (the floor, read in the same run).
 //! - `get`: one event by a random seq: agentlog `LogReader::get` + `access_event`; SQLite
 //!   `SELECT data WHERE seq = ?` + parse; JSONL with an in-memory index of line offsets (its best
 //!   case, `best-case/`).
@@ -26,7 +27,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use agentlog::log::{Durability, LogReader};
+use agentlog::log::{record_size_on_disk, Durability, LogReader};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
 use peers::*;
@@ -116,6 +117,19 @@ fn read(c: &mut Criterion) {
     });
     let conn = sqlite_reader(&corpus.sqlite);
     g.bench_function("sqlite", |b| b.iter(|| black_box(replay_sqlite(&conn))));
+    // The floor (issue 14: "aim at >= 0.3x memcpy"): the same bytes the agentlog replay reads
+    // (every record's header, payload and padding, segment by segment) copied with memcpy from
+    // memory into one buffer.
+    let records = record_bytes(&reader);
+    let mut dst = vec![0u8; records.iter().map(Vec::len).max().unwrap_or(0)];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| {
+            for src in &records {
+                dst[..src.len()].copy_from_slice(src);
+                black_box(&dst);
+            }
+        })
+    });
     g.finish();
 
     // The same pseudo-random seqs on every side.
@@ -149,6 +163,30 @@ fn read(c: &mut Criterion) {
     drop(conn);
 
     bench_open(c, "open", "100000", &corpus);
+}
+
+/// The record bytes of each segment of the log (header, payload, padding; not the segment
+/// header or the zeros after the last record), read into memory.
+fn record_bytes(reader: &LogReader) -> Vec<Vec<u8>> {
+    let files = reader.segment_files();
+    let bases: Vec<u64> = files
+        .iter()
+        .map(|(p, _)| testkit::base_seq(p).expect("base seq"))
+        .collect();
+    let mut per = vec![0u64; files.len()];
+    for rec in reader.iter() {
+        let rec = rec.expect("record");
+        let k = bases.partition_point(|&b| b <= rec.seq) - 1;
+        per[k] += record_size_on_disk(rec.payload.len() as u64);
+    }
+    files
+        .iter()
+        .zip(&per)
+        .map(|((path, _), &n)| {
+            let bytes = std::fs::read(path).expect("read segment");
+            bytes[64..64 + n as usize].to_vec()
+        })
+        .collect()
 }
 
 criterion_group! {

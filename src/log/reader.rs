@@ -161,8 +161,8 @@ enum Source {
 /// writer's process ([`Log::reader`](super::Log::reader)) or from any other ([`LogReader::open`]).
 ///
 /// A reader opened from a directory maps a segment only when it first reads from it: opening
-/// one maps the last segment (to count its records) and reads the first segment's header (the
-/// one that defines the log), whatever the number of segments. Clones share the segments
+/// one maps the last segment (to count its records), found from the `LASTSEG` hint or the
+/// directory listing, whatever the number of segments. Clones share the segments
 /// mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
 #[derive(Debug)]
 pub struct LogReader {
@@ -222,11 +222,13 @@ impl LogReader {
     /// in another process appends. Damage is not repaired (that is the writer's job); a reader sees
     /// the valid records and gets an error naming the segment and offset when it reaches damage.
     ///
-    /// Opening maps only the last segment (and reads the first one's header); every other
-    /// segment is mapped when a read first needs it, so opening costs the same for a log of one
-    /// segment or of thousands. The segments are counted from the directory listing (each
-    /// segment but the last holds the seqs up to the next one's base); a segment that turns out
-    /// missing or damaged when it is mapped fails that read with an error naming it.
+    /// Opening maps only the last segment; every other segment is mapped when a read first
+    /// needs it, so opening costs the same for a log of one segment or of thousands. The last
+    /// segment is the one the `LASTSEG` hint names, once checked (docs/format.md, `LASTSEG`): the
+    /// directory is then listed only when a read first needs an earlier segment. Without a
+    /// sound hint, opening lists the directory and reads the first segment's header. Each
+    /// segment but the last holds the seqs up to the next one's base; a segment that turns out
+    /// missing or damaged when it is mapped (or listed) fails that read with an error naming it.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
         let dir: Arc<Path> = Arc::from(dir.as_ref());
         if let Some(reader) = LogReader::open_from_hint(&dir) {
