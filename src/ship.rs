@@ -123,7 +123,8 @@ pub struct RestoreReport {
     pub len: u64,
 }
 
-/// A session's shipping state in a store ([`status`]).
+/// A session's shipping state in a store ([`status`], and with the stream's side
+/// [`Remote::status`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShipStatus {
     /// The session id.
@@ -132,6 +133,9 @@ pub struct ShipStatus {
     pub shipped: u64,
     /// Events in the local log (`None` when the session is deleted or cannot be read).
     pub local: Option<u64>,
+    /// What the stream holds of the session ([`Remote::status`]; `None` from [`status`], which
+    /// asks no server).
+    pub stream: Option<RemoteState>,
 }
 
 /// What a stream holds of one session ([`Remote::remote_state`]).
@@ -330,6 +334,7 @@ pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
             id,
             shipped: cursor.shipped,
             local,
+            stream: None,
         });
     }
     Ok(out)
@@ -429,20 +434,49 @@ impl Remote {
     /// What the stream holds of session `id`: its event messages and the last seq.
     pub async fn remote_state(&self, id: &str) -> Result<RemoteState> {
         let subject = events_subject(id);
+        let counts = self.subject_counts(&subject).await?;
+        self.remote_state_of(&subject, counts.get(&subject).copied().unwrap_or(0))
+            .await
+    }
+
+    /// [`status`] with the stream's side: per session of the store (and per session with a
+    /// cursor), the local length, the shipped cursor and what the stream holds of it (its
+    /// event messages and the last seq, from the stream's last message on
+    /// `agentlog.<session>.events`).
+    pub async fn status(&self, store: &Store) -> Result<Vec<ShipStatus>> {
+        let mut rows = status(store, &self.options.stream)?;
+        // One request for the counts of every session's subject, then one per session the
+        // stream holds events of.
+        let counts = self
+            .subject_counts(&format!("{SUBJECT_PREFIX}.*.events"))
+            .await?;
+        for row in &mut rows {
+            let subject = events_subject(&row.id);
+            let events = counts.get(&subject).copied().unwrap_or(0);
+            row.stream = Some(self.remote_state_of(&subject, events).await?);
+        }
+        Ok(rows)
+    }
+
+    /// The message count of each subject of the stream matching `filter`.
+    async fn subject_counts(&self, filter: &str) -> Result<HashMap<String, u64>> {
         let mut info = self
             .stream
             .info_builder()
-            .subjects(subject.clone())
+            .subjects(filter.to_string())
             .fetch()
             .await
             .map_err(|e| remote("stream info", e))?;
-        let mut events = 0u64;
+        let mut counts = HashMap::new();
         while let Some(item) = info.next().await {
             let (s, n) = item.map_err(|e| remote("stream info", e))?;
-            if s == subject {
-                events = n as u64;
-            }
+            counts.insert(s, n as u64);
         }
+        Ok(counts)
+    }
+
+    /// The state of the events subject `subject`, which holds `events` messages.
+    async fn remote_state_of(&self, subject: &str, events: u64) -> Result<RemoteState> {
         if events == 0 {
             return Ok(RemoteState {
                 events,
@@ -451,7 +485,7 @@ impl Remote {
         }
         let last = self
             .stream
-            .get_last_raw_message_by_subject(&subject)
+            .get_last_raw_message_by_subject(subject)
             .await
             .map_err(|e| remote(format_args!("last message of {subject}"), e))?;
         let seq = last

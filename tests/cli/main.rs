@@ -21,6 +21,7 @@ mod search;
 mod secrets;
 mod secrets_redact;
 mod ship_nats;
+mod ship_status;
 mod usability;
 mod view;
 mod view_browser;
