@@ -20,6 +20,7 @@ mod roundtrip;
 mod search;
 mod secrets;
 mod secrets_redact;
+mod ship_follow;
 mod ship_nats;
 mod ship_status;
 mod usability;
