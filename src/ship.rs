@@ -71,8 +71,17 @@ pub const HEADER_SEQ: &str = "Agentlog-Seq";
 /// The folder of the ship cursors in a store.
 pub const SHIP_DIR: &str = "ship";
 
-/// How often [`Remote::follow`] looks for new appends and sessions.
+/// How often [`Remote::follow`] looks at every session: new sessions, metadata changes (a
+/// listing of the store and a read of each `session.json`) and new appends.
 const FOLLOW_POLL: Duration = Duration::from_millis(50);
+/// How often [`Remote::follow`] looks at the lengths of the sessions it shipped events of
+/// lately (a refresh of an open reader: an atomic load in the appender's process, two `fstat`s
+/// and a `stat` elsewhere), so that an agent's next append ships within a few ms instead of up
+/// to [`FOLLOW_POLL`].
+const FOLLOW_WAKE: Duration = Duration::from_millis(5);
+/// How long a session counts as appended to lately (looked at every [`FOLLOW_WAKE`]) after it
+/// last shipped an event.
+const FOLLOW_HOT: Duration = Duration::from_secs(10);
 /// How often [`Remote::follow`] writes a cursor while events keep coming.
 const CURSOR_EVERY: u64 = 8192;
 
@@ -123,7 +132,8 @@ pub struct RestoreReport {
     pub len: u64,
 }
 
-/// A session's shipping state in a store ([`status`]).
+/// A session's shipping state in a store ([`status`], and with the stream's side
+/// [`Remote::status`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShipStatus {
     /// The session id.
@@ -132,6 +142,9 @@ pub struct ShipStatus {
     pub shipped: u64,
     /// Events in the local log (`None` when the session is deleted or cannot be read).
     pub local: Option<u64>,
+    /// What the stream holds of the session ([`Remote::status`]; `None` from [`status`], which
+    /// asks no server).
+    pub stream: Option<RemoteState>,
 }
 
 /// What a stream holds of one session ([`Remote::remote_state`]).
@@ -330,6 +343,7 @@ pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
             id,
             shipped: cursor.shipped,
             local,
+            stream: None,
         });
     }
     Ok(out)
@@ -351,8 +365,25 @@ struct Shipping {
     path: PathBuf,
     cursor: Cursor,
     saved: u64,
+    /// When the cursor was last written.
+    saved_at: Instant,
+    /// A step's end writes the cursor only when it was last written this long ago (zero for a
+    /// plain ship; [`FOLLOW_POLL`] when following, where a step may end every few ms: the
+    /// cursor written then is at most that much behind, and the stream's end is found again
+    /// on restart). A failing step always writes it.
+    save_every: Duration,
     reader: Option<SessionReader>,
     reconciled: bool,
+}
+
+impl Shipping {
+    /// Writes the cursor.
+    fn save(&mut self) -> Result<()> {
+        self.cursor.save(&self.path)?;
+        self.saved = self.cursor.shipped;
+        self.saved_at = Instant::now();
+        Ok(())
+    }
 }
 
 impl Remote {
@@ -429,20 +460,49 @@ impl Remote {
     /// What the stream holds of session `id`: its event messages and the last seq.
     pub async fn remote_state(&self, id: &str) -> Result<RemoteState> {
         let subject = events_subject(id);
+        let counts = self.subject_counts(&subject).await?;
+        self.remote_state_of(&subject, counts.get(&subject).copied().unwrap_or(0))
+            .await
+    }
+
+    /// [`status`] with the stream's side: per session of the store (and per session with a
+    /// cursor), the local length, the shipped cursor and what the stream holds of it (its
+    /// event messages and the last seq, from the stream's last message on
+    /// `agentlog.<session>.events`).
+    pub async fn status(&self, store: &Store) -> Result<Vec<ShipStatus>> {
+        let mut rows = status(store, &self.options.stream)?;
+        // One request for the counts of every session's subject, then one per session the
+        // stream holds events of.
+        let counts = self
+            .subject_counts(&format!("{SUBJECT_PREFIX}.*.events"))
+            .await?;
+        for row in &mut rows {
+            let subject = events_subject(&row.id);
+            let events = counts.get(&subject).copied().unwrap_or(0);
+            row.stream = Some(self.remote_state_of(&subject, events).await?);
+        }
+        Ok(rows)
+    }
+
+    /// The message count of each subject of the stream matching `filter`.
+    async fn subject_counts(&self, filter: &str) -> Result<HashMap<String, u64>> {
         let mut info = self
             .stream
             .info_builder()
-            .subjects(subject.clone())
+            .subjects(filter.to_string())
             .fetch()
             .await
             .map_err(|e| remote("stream info", e))?;
-        let mut events = 0u64;
+        let mut counts = HashMap::new();
         while let Some(item) = info.next().await {
             let (s, n) = item.map_err(|e| remote("stream info", e))?;
-            if s == subject {
-                events = n as u64;
-            }
+            counts.insert(s, n as u64);
         }
+        Ok(counts)
+    }
+
+    /// The state of the events subject `subject`, which holds `events` messages.
+    async fn remote_state_of(&self, subject: &str, events: u64) -> Result<RemoteState> {
         if events == 0 {
             return Ok(RemoteState {
                 events,
@@ -451,7 +511,7 @@ impl Remote {
         }
         let last = self
             .stream
-            .get_last_raw_message_by_subject(&subject)
+            .get_last_raw_message_by_subject(subject)
             .await
             .map_err(|e| remote(format_args!("last message of {subject}"), e))?;
         let seq = last
@@ -475,6 +535,8 @@ impl Remote {
         Ok(Shipping {
             path,
             saved: cursor.shipped,
+            saved_at: Instant::now(),
+            save_every: Duration::ZERO,
             cursor,
             reader: None,
             reconciled: false,
@@ -522,9 +584,10 @@ impl Remote {
         report: &mut ShipReport,
     ) -> Result<()> {
         let result = self.step_inner(store, id, st, report).await;
-        if st.cursor.shipped != st.saved {
-            st.cursor.save(&st.path)?;
-            st.saved = st.cursor.shipped;
+        if st.cursor.shipped != st.saved
+            && (result.is_err() || st.saved_at.elapsed() >= st.save_every)
+        {
+            st.save()?;
         }
         report.cursor = st.cursor.shipped;
         result
@@ -572,7 +635,7 @@ impl Remote {
                 .map_err(|e| remote(format_args!("publish the metadata of {id}"), e))?;
             st.cursor.meta_version = version;
             st.cursor.meta_crc = Some(crc);
-            st.cursor.save(&st.path)?;
+            st.save()?;
             report.meta = true;
         }
         if meta.state == SessionState::Deleted {
@@ -638,18 +701,23 @@ impl Remote {
                 st.cursor.shipped = acked + 1;
                 report.shipped += 1;
                 if st.cursor.shipped - st.saved >= CURSOR_EVERY {
+                    // (The fields, not `st.save()`: the reader borrows `st`.)
                     st.cursor.save(&st.path)?;
                     st.saved = st.cursor.shipped;
+                    st.saved_at = Instant::now();
                 }
             }
         }
         Ok(())
     }
 
-    /// Ships `sessions` and keeps shipping: new appends (looked for every 50 ms) and, with
-    /// [`Sessions::All`], new sessions, until `stop` completes. Metadata changes (title,
-    /// archive, delete) are shipped too. `on_ship` is called after each session's step that
-    /// shipped something.
+    /// Ships `sessions` and keeps shipping: new appends and, with [`Sessions::All`], new
+    /// sessions, until `stop` completes. Metadata changes (title, archive, delete) are shipped
+    /// too. `on_ship` is called after each session's step that shipped something.
+    ///
+    /// Every session is looked at every 50 ms; a session that shipped events in the last 10 s
+    /// also every 5 ms (the length of its log, which costs a few system calls), so that its
+    /// next append ships within a few ms.
     pub async fn follow(
         &self,
         store: &Store,
@@ -658,8 +726,11 @@ impl Remote {
         mut on_ship: impl FnMut(&str, &ShipReport),
     ) -> Result<()> {
         let mut states: HashMap<String, Shipping> = HashMap::new();
+        // The sessions that shipped events lately, and when they last did.
+        let mut hot: HashMap<String, Instant> = HashMap::new();
         tokio::pin!(stop);
         loop {
+            let pass = Instant::now();
             let ids = match &sessions {
                 Sessions::All => store.ids(true)?,
                 Sessions::Ids(ids) => ids.clone(),
@@ -668,7 +739,9 @@ impl Remote {
                 let st = match states.entry(id.clone()) {
                     std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                     std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(self.shipping(store, &id)?)
+                        let mut st = self.shipping(store, &id)?;
+                        st.save_every = FOLLOW_POLL;
+                        v.insert(st)
                     }
                 };
                 let report = match self.ship_retrying(store, &id, st).await {
@@ -678,13 +751,62 @@ impl Remote {
                     Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => continue,
                     Err(e) => return Err(e),
                 };
+                if report.shipped > 0 {
+                    hot.insert(id.clone(), Instant::now());
+                }
                 if report.shipped > 0 || report.meta {
                     on_ship(&id, &report);
                 }
             }
-            tokio::select! {
-                () = &mut stop => return Ok(()),
-                () = tokio::time::sleep(FOLLOW_POLL) => {}
+            // Until the next full pass: the lengths of the hot sessions.
+            loop {
+                let stopped = tokio::select! {
+                    () = &mut stop => true,
+                    () = tokio::time::sleep(FOLLOW_WAKE) => false,
+                };
+                if stopped {
+                    // The cursors not written yet (a step ended less than FOLLOW_POLL after
+                    // the last write).
+                    for st in states.values_mut() {
+                        if st.cursor.shipped != st.saved {
+                            st.save()?;
+                        }
+                    }
+                    return Ok(());
+                }
+                if pass.elapsed() >= FOLLOW_POLL {
+                    break;
+                }
+                hot.retain(|_, at| at.elapsed() < FOLLOW_HOT);
+                let grown: Vec<String> = hot
+                    .keys()
+                    .filter(|id| {
+                        states.get_mut(id.as_str()).is_some_and(|st| {
+                            let shipped = st.cursor.shipped;
+                            // An error is left to the next full pass.
+                            st.reader
+                                .as_mut()
+                                .is_some_and(|r| r.refresh().is_ok_and(|len| len > shipped))
+                        })
+                    })
+                    .cloned()
+                    .collect();
+                for id in grown {
+                    let Some(st) = states.get_mut(&id) else {
+                        continue;
+                    };
+                    let report = match self.ship_retrying(store, &id, st).await {
+                        Ok(r) => r,
+                        Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => continue,
+                        Err(e) => return Err(e),
+                    };
+                    if report.shipped > 0 {
+                        hot.insert(id.clone(), Instant::now());
+                    }
+                    if report.shipped > 0 || report.meta {
+                        on_ship(&id, &report);
+                    }
+                }
             }
         }
     }

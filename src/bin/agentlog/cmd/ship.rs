@@ -16,9 +16,10 @@ use crate::target::Ctx;
 /// and each session's metadata (header, state) to agentlog.<session>.meta. A session's cursor
 /// (kept in the store, under ship/<stream>/) moves only past events the stream acknowledged:
 /// run it again after a crash, a network loss or a server restart and it goes on from there,
-/// with no gap and no duplicate. --follow keeps shipping new appends and new sessions (every
-/// 50 ms) until interrupted. --status prints, per session, the shipped seq against the local
-/// length (no server needed).
+/// with no gap and no duplicate. --follow keeps shipping new appends and new sessions until
+/// interrupted (every session looked at every 50 ms, one appended to lately every 5 ms).
+/// --status prints, per session, the shipped seq against the local length (no server needed);
+/// with --nats also what the stream holds of it (its event messages and last seq).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sessions (ids in the store)
@@ -26,7 +27,7 @@ pub struct Args {
     /// Every session of the store (and, with --follow, every new one)
     #[arg(long, conflicts_with = "sessions")]
     all: bool,
-    /// The NATS server, e.g. nats://127.0.0.1:4222
+    /// The NATS server, e.g. nats://127.0.0.1:4222 (with --status: also ask the stream)
     #[arg(long, value_name = "URL", required_unless_present = "status")]
     nats: Option<String>,
     /// The JetStream stream
@@ -38,38 +39,85 @@ pub struct Args {
     /// Keep shipping new appends and new sessions until interrupted
     #[arg(long)]
     follow: bool,
-    /// Print the shipped seq of each session against its local length
+    /// Print the shipped seq of each session against its local length (and, with --nats, the
+    /// stream's messages and last seq of it)
     #[arg(long, conflicts_with_all = ["follow", "sessions", "all"])]
     status: bool,
-    /// With --status: one JSON object per line, {"session","shipped","local"}
+    /// With --status: one JSON object per line, {"session","shipped","local"} (with --nats also
+    /// "stream_events" and "stream_last_seq")
     #[arg(long, requires = "status")]
     json: bool,
+}
+
+/// One line of `ship --status`.
+fn print_status(r: &ship::ShipStatus, json: bool) -> Result<()> {
+    if json {
+        let mut members = vec![
+            ("session", r.id.clone().into()),
+            ("shipped", r.shipped.into()),
+            (
+                "local",
+                r.local.map_or(agentlog::event::Value::Null, Into::into),
+            ),
+        ];
+        if let Some(s) = &r.stream {
+            members.push(("stream_events", s.events.into()));
+            members.push((
+                "stream_last_seq",
+                s.last_seq.map_or(agentlog::event::Value::Null, Into::into),
+            ));
+        }
+        return print_json(&object(members));
+    }
+    let local = r.local.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let behind = match r.local {
+        Some(n) if n > r.shipped => format!("  ({} to ship)", n - r.shipped),
+        Some(_) => "  (shipped)".to_string(),
+        None => "  (deleted)".to_string(),
+    };
+    let stream = match &r.stream {
+        None => String::new(),
+        Some(s) => match s.last_seq {
+            None => "  stream: none".to_string(),
+            Some(last) if s.events == last + 1 => {
+                format!("  stream: {} events, last seq {last}", s.events)
+            }
+            // A stream missing some of the seqs (deleted or expired by its limits), or holding
+            // one twice (published outside agentlog's ship).
+            Some(last) if s.events <= last => format!(
+                "  stream: {} events, last seq {last} ({} seqs missing)",
+                s.events,
+                last + 1 - s.events
+            ),
+            Some(last) => format!(
+                "  stream: {} events, last seq {last} (some seqs twice)",
+                s.events
+            ),
+        },
+    };
+    outln!("{}  {}/{}{behind}{stream}", r.id, r.shipped, local)?;
+    Ok(())
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let store = ctx.open_store()?;
     if args.status {
-        let rows =
-            ship::status(&store, &args.stream).map_err(|e| ctx.error("cannot read store", e))?;
-        for r in rows {
-            if args.json {
-                print_json(&object(vec![
-                    ("session", r.id.clone().into()),
-                    ("shipped", r.shipped.into()),
-                    (
-                        "local",
-                        r.local.map_or(agentlog::event::Value::Null, Into::into),
-                    ),
-                ]))?;
-            } else {
-                let local = r.local.map_or_else(|| "-".to_string(), |n| n.to_string());
-                let behind = match r.local {
-                    Some(n) if n > r.shipped => format!("  ({} to ship)", n - r.shipped),
-                    Some(_) => "  (shipped)".to_string(),
-                    None => "  (deleted)".to_string(),
-                };
-                outln!("{}  {}/{}{behind}", r.id, r.shipped, local)?;
+        let rows = match &args.nats {
+            None => {
+                ship::status(&store, &args.stream).map_err(|e| ctx.error("cannot read store", e))?
             }
+            Some(url) => {
+                let options = ShipOptions {
+                    stream: args.stream.clone(),
+                    ..ShipOptions::default()
+                };
+                ship::runtime()?
+                    .block_on(async { Remote::open(url, options).await?.status(&store).await })
+                    .map_err(|e| anyhow!("ship --status: {e}"))?
+            }
+        };
+        for r in &rows {
+            print_status(r, args.json)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
