@@ -513,7 +513,10 @@ impl<'s> Builder<'s> {
         text.push(']');
         match parse_tool_content(&text) {
             Ok(ToolContent::Blocks(blocks)) => Some(blocks),
-            Ok(ToolContent::Text(_)) => None,
+            Ok(ToolContent::Text(_)) => {
+                self.internal(ty, &"its content is not a block array");
+                None
+            }
             Err(e) => {
                 self.internal(ty, &e);
                 None
