@@ -132,18 +132,18 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         };
         let time = get_str(v, "timestamp").and_then(parse_time);
         b.begin_line(line, time);
-        let (kind, payload): (String, &Value) = if let Some(p) = get(v, "payload") {
-            (get_str(v, "type").unwrap_or("unknown").to_owned(), p)
+        let (kind, payload): (&str, &Value) = if let Some(p) = get(v, "payload") {
+            (get_str(v, "type").unwrap_or("unknown"), p)
         } else if get(v, "record_type").is_some() {
-            ("record_type".to_owned(), v)
+            ("record_type", v)
         } else if get(v, "type").is_none() && get(v, "instructions").is_some() {
-            ("session_meta".to_owned(), v)
+            ("session_meta", v)
         } else if get(v, "type").is_some() {
-            ("response_item".to_owned(), v)
+            ("response_item", v)
         } else {
-            ("unknown".to_owned(), v)
+            ("unknown", v)
         };
-        match kind.as_str() {
+        match kind {
             "session_meta" => {
                 let text = get_str(payload, "instructions")
                     .or_else(|| get(payload, "base_instructions").and_then(|i| get_str(i, "text")));

@@ -29,7 +29,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::event::{parse_draft_line, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
+use crate::event::{
+    parse_json, parse_tool_content, AssistantContent, AssistantMessage, Block, CompactEnd,
+    CompactStart, CompactSummary, Draft, ErrorEvent, ErrorInfo, Event, EventData, Map, Opt,
+    ReasonKind, StepEnd, StepStart, SurfaceOp, SystemMessage, ToolCall, ToolContent, ToolMessage,
+    ToolResult, TurnEnd, TurnEndReason, TurnStart, UnknownEvent, UserMessage, Value,
+};
 use crate::session::{Session, SessionMeta};
 use crate::store::Store;
 
@@ -415,7 +420,12 @@ impl<'s> Builder<'s> {
         if self.carry.is_empty() {
             return;
         }
-        *self.summary.unmapped.entry(kind.to_owned()).or_default() += 1;
+        match self.summary.unmapped.get_mut(kind) {
+            Some(n) => *n += 1,
+            None => {
+                self.summary.unmapped.insert(kind.to_owned(), 1);
+            }
+        }
         // Built as the event it is: the JSON of `{"kind":…}` need not be written and parsed.
         let mut data = Map::new();
         let _ = data.push("kind", kind.into());
@@ -468,36 +478,84 @@ impl<'s> Builder<'s> {
         self.carry = held;
     }
 
-    /// Appends one event (its JSON `data`), with the raw lines waiting; returns its seq.
-    pub fn emit(&mut self, ty: &str, data: &str, surface: Option<&str>) -> u64 {
-        let mut text = String::with_capacity(64 + data.len());
-        text.push_str("{\"type\":");
-        text.push_str(&js(ty));
-        text.push_str(",\"data\":");
-        text.push_str(data);
-        if let Some(op) = surface {
-            text.push_str(",\"surfaceOp\":");
-            text.push_str(op);
+    /// Appends one event built as the typed payload it is (no JSON written and parsed again),
+    /// with the raw lines waiting; returns its seq.
+    fn emit(&mut self, data: EventData, surface: Option<SurfaceOp>) -> u64 {
+        let ty = data
+            .event_type()
+            .map_or(LINE_EVENT, crate::event::EventType::as_str);
+        let event = Event {
+            seq: 0,
+            time: 0,
+            data,
+            surface_op: surface,
+            source_event_seqs: None,
+            extra: Map::new(),
+        };
+        self.push_event(ty, event)
+    }
+
+    /// The content blocks of a message, each given as its JSON (the format mappings write them
+    /// from the source's parsed line): decoded once, with the checks of any event's blocks.
+    /// `None` (and a warning) when this crate refuses them: a bug of a mapping, never a panic.
+    fn blocks(&mut self, ty: &str, blocks: &[String]) -> Option<Vec<Block>> {
+        if blocks.is_empty() {
+            return Some(Vec::new());
         }
-        text.push('}');
-        let seq = self.next_seq;
-        match parse_draft_line(&text) {
-            Ok(draft) => {
-                self.push_event(ty, draft.event);
+        let mut text = String::with_capacity(2 + blocks.iter().map(|b| b.len() + 1).sum::<usize>());
+        text.push('[');
+        for (i, b) in blocks.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(b);
+        }
+        text.push(']');
+        match parse_tool_content(&text) {
+            Ok(ToolContent::Blocks(blocks)) => Some(blocks),
+            Ok(ToolContent::Text(_)) => {
+                self.internal(ty, &"its content is not a block array");
+                None
             }
             Err(e) => {
-                // The builder wrote data this crate refuses: a bug, reported, never a panic.
-                self.warn(format!(
-                    "internal: an event of type {ty} could not be built: {e}"
-                ));
+                self.internal(ty, &e);
+                None
             }
         }
-        seq
+    }
+
+    /// A JSON text a mapping wrote (an envelope, a request, a tool result's meta), as its value.
+    fn value(&mut self, ty: &str, text: &str) -> Option<Value> {
+        match parse_json(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.internal(ty, &e);
+                None
+            }
+        }
+    }
+
+    /// An optional member from a JSON text: `null` is [`Opt::Null`], as the JSONL codec reads it.
+    fn opt_value(&mut self, ty: &str, text: Option<&str>) -> Option<Opt<Value>> {
+        match text {
+            None => Some(Opt::Absent),
+            Some(t) => match self.value(ty, t)? {
+                Value::Null => Some(Opt::Null),
+                v => Some(Opt::Present(v)),
+            },
+        }
+    }
+
+    /// Reports an event this crate refused to build.
+    fn internal(&mut self, ty: &str, e: &dyn std::fmt::Display) {
+        self.warn(format!(
+            "internal: an event of type {ty} could not be built: {e}"
+        ));
     }
 
     /// Emits a surface event and tracks the surface (for compactions).
-    pub fn emit_surface(&mut self, ty: &str, data: &str) -> u64 {
-        let seq = self.emit(ty, data, None);
+    fn emit_surface(&mut self, data: EventData, surface: Option<SurfaceOp>) -> u64 {
+        let seq = self.emit(data, surface);
         self.nodes.push(seq);
         seq
     }
@@ -536,12 +594,10 @@ impl<'s> Builder<'s> {
             self.user(blocks, envelope);
             return 0;
         };
-        let data = format!(
-            "{{\"role\":\"user\",\"content\":[{}],\"envelope\":{envelope}}}",
-            blocks.join(",")
-        );
-        let op = format!("{{\"op\":\"replace\",\"startSeq\":{a},\"endSeq\":{b}}}");
-        let seq = self.emit("user/message", &data, Some(&op));
+        let Some(data) = self.user_data(blocks, envelope) else {
+            return 0;
+        };
+        let seq = self.emit(data, Some(replace(a, b)));
         let replaced = self.nodes.len() - from;
         self.nodes.truncate(from);
         self.nodes.push(seq);
@@ -567,7 +623,13 @@ impl<'s> Builder<'s> {
         self.last_turn = Some(turn);
         self.turn_open = true;
         self.step = 0;
-        self.emit("turn/start", &format!("{{\"turn\":{turn}}}"), None);
+        self.emit(
+            EventData::TurnStart(TurnStart {
+                turn,
+                extra: Map::new(),
+            }),
+            None,
+        );
     }
 
     /// Opens a turn unless one is open.
@@ -585,11 +647,22 @@ impl<'s> Builder<'s> {
         self.step_open = true;
         let turn = self.last_turn.unwrap_or(1);
         let step = self.step;
-        let data = match request {
-            Some(r) => format!("{{\"turn\":{turn},\"step\":{step},\"request\":{r}}}"),
-            None => format!("{{\"turn\":{turn},\"step\":{step}}}"),
+        let request = match request.map(|r| self.value("step/start", r)) {
+            None => Opt::Absent,
+            Some(Some(Value::Object(m))) => Opt::Present(m),
+            Some(Some(Value::Null)) => Opt::Null,
+            // Never written by the mappings (their requests are objects); not lost either.
+            Some(Some(_)) | Some(None) => Opt::Absent,
         };
-        self.emit("step/start", &data, None);
+        self.emit(
+            EventData::StepStart(StepStart {
+                turn,
+                step,
+                request,
+                extra: Map::new(),
+            }),
+            None,
+        );
     }
 
     /// Opens a step unless one is open.
@@ -605,8 +678,11 @@ impl<'s> Builder<'s> {
             self.step_open = false;
             let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
             self.emit(
-                "step/end",
-                &format!("{{\"turn\":{turn},\"step\":{step}}}"),
+                EventData::StepEnd(StepEnd {
+                    turn,
+                    step,
+                    extra: Map::new(),
+                }),
                 None,
             );
         }
@@ -627,31 +703,58 @@ impl<'s> Builder<'s> {
                     call.id, call.name
                 ));
                 let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
-                let data = format!(
-                    "{{\"turn\":{turn},\"step\":{step},\"message\":{{\"role\":\"tool\",\"toolName\":{},\
-                     \"content\":\"The source ended this turn before the tool reported a result; its outcome is unknown.\",\
-                     \"isError\":true}},\"callId\":{},\"error\":{{\"code\":\"TOOL_OUTCOME_UNKNOWN\",\
-                     \"message\":\"the source recorded no result for this call\"}}}}",
-                    js(&call.name),
-                    js(&call.id)
-                );
-                self.emit_surface("tool/result", &data);
+                let data = ToolResult {
+                    turn,
+                    step,
+                    message: ToolMessage {
+                        tool_name: call.name,
+                        content: ToolContent::Text(
+                            "The source ended this turn before the tool reported a result; \
+                             its outcome is unknown."
+                                .to_owned(),
+                        ),
+                        is_error: true,
+                        extra: Map::new(),
+                    },
+                    call_id: Opt::Present(call.id),
+                    error: Opt::Present(ErrorInfo {
+                        code: Opt::Present("TOOL_OUTCOME_UNKNOWN".to_owned()),
+                        message: Opt::Present(
+                            "the source recorded no result for this call".to_owned(),
+                        ),
+                        extra: Map::new(),
+                    }),
+                    meta: Opt::Absent,
+                    extra: Map::new(),
+                };
+                self.emit_surface(EventData::ToolResult(data), None);
             }
         }
         self.end_step();
         let turn = self.last_turn.unwrap_or(1);
-        let reason = match error {
-            Some(e) => format!(
-                "{{\"kind\":{},\"error\":{{\"message\":{}}}}}",
-                js(kind),
-                js(e)
-            ),
-            None => format!("{{\"kind\":{}}}", js(kind)),
-        };
         self.turn_open = false;
+        let Some(kind) = ReasonKind::from_name(kind) else {
+            self.internal("turn/end", &format!("no turn end reason {kind:?}"));
+            return;
+        };
+        let error = match error {
+            Some(e) => Opt::Present(ErrorInfo {
+                code: Opt::Absent,
+                message: Opt::Present(e.to_owned()),
+                extra: Map::new(),
+            }),
+            None => Opt::Absent,
+        };
         self.emit(
-            "turn/end",
-            &format!("{{\"turn\":{turn},\"reason\":{reason}}}"),
+            EventData::TurnEnd(TurnEnd {
+                turn,
+                reason: TurnEndReason {
+                    kind,
+                    error,
+                    extra: Map::new(),
+                },
+                extra: Map::new(),
+            }),
             None,
         );
     }
@@ -683,35 +786,51 @@ impl<'s> Builder<'s> {
     ) {
         self.ensure_step();
         let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
-        let mut msg = format!(
-            "{{\"role\":\"assistant\",\"content\":[{}],\"provider\":{}",
-            blocks.join(","),
-            js(provider)
-        );
-        if let Some(m) = model {
-            msg.push_str(",\"model\":");
-            msg.push_str(&js(m));
-        }
-        msg.push('}');
-        let mut data = format!("{{\"turn\":{turn},\"step\":{step},\"message\":{msg}");
-        if let Some(u) = usage {
-            data.push_str(",\"usage\":");
-            data.push_str(u);
-        }
-        data.push('}');
-        if blocks.is_empty() {
-            self.emit("assistant/message", &data, None);
-        } else {
-            self.emit_surface("assistant/message", &data);
+        let content = self.blocks("assistant/message", blocks);
+        let usage = match usage {
+            None => Some(Opt::Absent),
+            Some(u) => self
+                .value("assistant/message", u)
+                .and_then(|v| usage_of(&v))
+                .map(Opt::Present),
+        };
+        match (content, usage) {
+            (Some(content), Some(usage)) => {
+                let surface = !content.is_empty();
+                let data = EventData::AssistantMessage(AssistantMessage {
+                    turn,
+                    step,
+                    message: AssistantContent {
+                        content,
+                        provider: Opt::Present(provider.to_owned()),
+                        model: model.map_or(Opt::Absent, |m| Opt::Present(m.to_owned())),
+                        replay: Opt::Absent,
+                        extra: Map::new(),
+                    },
+                    usage,
+                    extra: Map::new(),
+                });
+                if surface {
+                    self.emit_surface(data, None);
+                } else {
+                    self.emit(data, None);
+                }
+            }
+            (_, None) => self.internal("assistant/message", &"its usage is not an object"),
+            (None, _) => {}
         }
         for (id, name, args) in calls {
-            let data = format!(
-                "{{\"turn\":{turn},\"step\":{step},\"callId\":{},\"name\":{},\"arguments\":{}}}",
-                js(id),
-                js(name),
-                js(args)
+            self.emit(
+                EventData::ToolCall(ToolCall {
+                    turn,
+                    step,
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    arguments: args.clone(),
+                    extra: Map::new(),
+                }),
+                None,
             );
-            self.emit("tool/call", &data, None);
             self.calls.push(OpenCall {
                 id: id.clone(),
                 name: name.clone(),
@@ -731,50 +850,85 @@ impl<'s> Builder<'s> {
         let call = self.calls.remove(i);
         self.ensure_step();
         let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
-        let mut data = format!(
-            "{{\"turn\":{turn},\"step\":{step},\"message\":{{\"role\":\"tool\",\"toolName\":{},\"content\":{content},\"isError\":{is_error}}},\"callId\":{}",
-            js(&call.name),
-            js(id)
-        );
-        if let Some(m) = meta {
-            data.push_str(",\"meta\":");
-            data.push_str(m);
-        }
-        data.push('}');
-        self.emit_surface("tool/result", &data);
+        let content = match parse_tool_content(content) {
+            Ok(c) => c,
+            Err(e) => {
+                self.internal("tool/result", &e);
+                return true;
+            }
+        };
+        let Some(meta) = self.opt_value("tool/result", meta) else {
+            return true;
+        };
+        let data = ToolResult {
+            turn,
+            step,
+            message: ToolMessage {
+                tool_name: call.name,
+                content,
+                is_error,
+                extra: Map::new(),
+            },
+            call_id: Opt::Present(id.to_owned()),
+            error: Opt::Absent,
+            meta,
+            extra: Map::new(),
+        };
+        self.emit_surface(EventData::ToolResult(data), None);
         true
+    }
+
+    /// The payload of a user message (content blocks JSON, display envelope JSON).
+    fn user_data(&mut self, blocks: &[String], envelope: &str) -> Option<EventData> {
+        let content = self.blocks("user/message", blocks)?;
+        let envelope = self.opt_value("user/message", Some(envelope))?;
+        Some(EventData::UserMessage(UserMessage {
+            content,
+            envelope,
+            extra: Map::new(),
+        }))
     }
 
     /// A user message (content blocks JSON) with its display envelope.
     pub fn user(&mut self, blocks: &[String], envelope: &str) {
-        let data = format!(
-            "{{\"role\":\"user\",\"content\":[{}],\"envelope\":{envelope}}}",
-            blocks.join(",")
-        );
-        self.emit_surface("user/message", &data);
+        if let Some(data) = self.user_data(blocks, envelope) {
+            self.emit_surface(data, None);
+        }
     }
 
     /// A system message (content blocks JSON); `origin` names where it came from.
     pub fn system(&mut self, blocks: &[String], origin: &str) {
-        let data = format!(
-            "{{\"role\":\"system\",\"content\":[{}],\"origin\":{}}}",
-            blocks.join(","),
-            js(origin)
+        let Some(content) = self.blocks("system/message", blocks) else {
+            return;
+        };
+        let mut extra = Map::new();
+        let _ = extra.push("origin", origin.into());
+        self.emit_surface(
+            EventData::SystemMessage(SystemMessage { content, extra }),
+            None,
         );
-        self.emit_surface("system/message", &data);
     }
 
     /// An `error` event in the open turn and step.
     pub fn error(&mut self, message: &str) {
-        let mut data = format!("{{\"message\":{}", js(message));
-        if self.turn_open {
-            data.push_str(&format!(",\"turn\":{}", self.last_turn.unwrap_or(1)));
-            if self.step_open {
-                data.push_str(&format!(",\"step\":{}", self.step));
-            }
-        }
-        data.push('}');
-        self.emit("error", &data, None);
+        let (turn, step) = match (self.turn_open, self.step_open) {
+            (false, _) => (Opt::Absent, Opt::Absent),
+            (true, false) => (Opt::Present(self.last_turn.unwrap_or(1)), Opt::Absent),
+            (true, true) => (
+                Opt::Present(self.last_turn.unwrap_or(1)),
+                Opt::Present(self.step),
+            ),
+        };
+        self.emit(
+            EventData::Error(ErrorEvent {
+                message: message.to_owned(),
+                turn,
+                step,
+                stack: Opt::Absent,
+                extra: Map::new(),
+            }),
+            None,
+        );
     }
 
     /// Opens a compaction of the whole current surface (none when the surface is empty).
@@ -785,8 +939,11 @@ impl<'s> Builder<'s> {
         if let (Some(&a), Some(&b)) = (self.nodes.first(), self.nodes.last()) {
             self.compaction_open = Some((a, b));
             self.emit(
-                "compact/start",
-                &format!("{{\"startSeq\":{a},\"endSeq\":{b}}}"),
+                EventData::CompactStart(CompactStart {
+                    start_seq: a,
+                    end_seq: b,
+                    extra: Map::new(),
+                }),
                 None,
             );
         }
@@ -804,22 +961,32 @@ impl<'s> Builder<'s> {
             return;
         };
         self.emit(
-            "compact/summary",
-            &format!(
-                "{{\"startSeq\":{a},\"endSeq\":{b},\"summary\":{}}}",
-                js(summary)
-            ),
+            EventData::CompactSummary(CompactSummary {
+                start_seq: a,
+                end_seq: b,
+                summary: summary.to_owned(),
+                usage: Opt::Absent,
+                extra: Map::new(),
+            }),
             None,
         );
-        let data = format!(
-            "{{\"role\":\"user\",\"content\":[{}],\"envelope\":{envelope}}}",
-            text_block(summary)
+        if let Some(data) = self.user_data(&[text_block(summary)], envelope) {
+            let seq = self.emit(data, Some(replace(a, b)));
+            self.nodes.clear();
+            self.nodes.push(seq);
+        }
+        self.compact_end(true);
+    }
+
+    /// `compact/end` with `ok`.
+    fn compact_end(&mut self, ok: bool) {
+        self.emit(
+            EventData::CompactEnd(CompactEnd {
+                ok,
+                extra: Map::new(),
+            }),
+            None,
         );
-        let op = format!("{{\"op\":\"replace\",\"startSeq\":{a},\"endSeq\":{b}}}");
-        let seq = self.emit("user/message", &data, Some(&op));
-        self.nodes.clear();
-        self.nodes.push(seq);
-        self.emit("compact/end", "{\"ok\":true}", None);
     }
 
     /// True while a turn is open (after [`Builder::finish`]: one left open for the next run).
@@ -840,7 +1007,7 @@ impl<'s> Builder<'s> {
             }
         }
         if self.compaction_open.take().is_some() {
-            self.emit("compact/end", "{\"ok\":false}", None);
+            self.compact_end(false);
         }
         if !self.carry.is_empty() {
             self.end_line("held");
@@ -849,6 +1016,40 @@ impl<'s> Builder<'s> {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A `replace` surface op of the nodes of events `a` through `b`.
+fn replace(a: u64, b: u64) -> SurfaceOp {
+    SurfaceOp::Replace {
+        start_seq: a,
+        end_seq: b,
+        extra: Map::new(),
+    }
+}
+
+/// The typed usage of a usage object the mappings wrote (`inputTokens`, `outputTokens`,
+/// `cacheReadTokens`, `cacheWriteTokens`, `reasoningTokens`; any other member kept in `extra`).
+fn usage_of(v: &Value) -> Option<crate::event::Usage> {
+    let Value::Object(m) = v else { return None };
+    let mut usage = crate::event::Usage {
+        input_tokens: m.get("inputTokens")?.as_u64()?,
+        output_tokens: m.get("outputTokens")?.as_u64()?,
+        ..Default::default()
+    };
+    for (k, v) in m.iter() {
+        let slot = match k {
+            "inputTokens" | "outputTokens" => continue,
+            "cacheReadTokens" => &mut usage.cache_read_tokens,
+            "cacheWriteTokens" => &mut usage.cache_write_tokens,
+            "reasoningTokens" => &mut usage.reasoning_tokens,
+            _ => {
+                let _ = usage.extra.push(k, v.clone());
+                continue;
+            }
+        };
+        *slot = Opt::Present(v.as_u64()?);
+    }
+    Some(usage)
+}
 
 /// A text content block.
 pub(crate) fn text_block(text: &str) -> String {

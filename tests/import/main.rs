@@ -3,3 +3,4 @@
 //! See `tests/README.md`.
 
 mod import_formats;
+mod parallel;
