@@ -699,6 +699,7 @@ impl LogReader {
             ready: 0,
             seq: start,
             end,
+            prefetch: None,
         }
     }
 
@@ -839,6 +840,8 @@ pub struct Iter<'a> {
     ready: u64,
     seq: u64,
     end: u64,
+    /// In a cold segment: the thread decompressing the next blocks ahead of this iterator.
+    prefetch: Option<super::cold::Prefetch>,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -867,6 +870,8 @@ impl<'a> Iterator for Iter<'a> {
             None => self.view.is_none(),
         };
         if entering {
+            // (Stops the previous segment's prefetch, if any.)
+            self.prefetch = None;
             let Some(k) = segment_for(segments, self.seq) else {
                 self.seq = self.end;
                 return Some(Err(Error::SeqOutOfRange {
@@ -901,10 +906,25 @@ impl<'a> Iterator for Iter<'a> {
                     }
                 }
             };
+            if let Some(c) = view.cold() {
+                // A sequential read of more than a block or two: decompress ahead.
+                let to = (self.end - view.header.base_seq).min(c.head.count);
+                if let (Some(first), Some(last)) = (
+                    c.block_at(self.offset),
+                    to.checked_sub(1).and_then(|i| c.block_of_seq_index(i)),
+                ) {
+                    self.prefetch = super::cold::Prefetch::start(view, first, last);
+                }
+            }
         }
         let view = self.view?;
         if self.offset >= self.ready {
             // A cold segment: the next block (once per block; a plain segment is ready whole).
+            if let (Some(p), Some(c)) = (&self.prefetch, view.cold()) {
+                if let Some(k) = c.block_at(self.offset) {
+                    p.reading(k);
+                }
+            }
             match view.ready_at(self.offset) {
                 Ok(to) => self.ready = to,
                 Err(b) => {

@@ -83,14 +83,17 @@ fn a_block_zstd_cannot_decode_fails_only_its_records_and_the_next_block_reads() 
     let all = write_cold_log(&dir, 6000);
     let seg = segments(&dir)[0].clone();
     let mut b = std::fs::read(&seg).unwrap();
-    // Block 0's zstd frame starts at byte 128: break its magic, then make every checksum agree
-    // (the block's in the index entry, the index's and the header's), so the checksums pass and
-    // zstd itself refuses the frame.
-    b[128..132].copy_from_slice(b"XXXX");
+    // Block 0's zstd frame (at the offset its index entry names: 128, or after the segment's
+    // dictionary): break its magic, then make every checksum agree (the block's in the index
+    // entry, the index's and the header's), so the checksums pass and zstd itself refuses the
+    // frame.
     let index_offset = u64_at(&b, 48) as usize;
     let blocks = u32_at(&b, 40) as usize;
+    let z0 = u64_at(&b, index_offset + 16);
+    let at = z0 as usize;
+    b[at..at + 4].copy_from_slice(b"XXXX");
     let zlen = u32_at(&b, index_offset + 24) as usize;
-    let crc = crc32fast::hash(&b[128..128 + zlen]);
+    let crc = crc32fast::hash(&b[at..at + zlen]);
     b[index_offset + 28..index_offset + 32].copy_from_slice(&crc.to_le_bytes());
     let index_crc = crc32fast::hash(&b[index_offset..index_offset + 32 * blocks]);
     b[56..60].copy_from_slice(&index_crc.to_le_bytes());
@@ -102,7 +105,7 @@ fn a_block_zstd_cannot_decode_fails_only_its_records_and_the_next_block_reads() 
     match reader.get(1) {
         Err(Error::Corrupt(c)) => {
             assert_eq!(c.path, seg);
-            assert_eq!(c.offset, 128);
+            assert_eq!(c.offset, z0);
             assert_eq!(c.seq, Some(1));
             assert!(
                 matches!(&c.kind, CorruptionKind::CompressedBlock(w) if w.contains("block 0") && w.contains("zstd")),
@@ -120,8 +123,8 @@ fn a_block_zstd_cannot_decode_fails_only_its_records_and_the_next_block_reads() 
         assert_eq!(reader.get(seq).unwrap().payload, &all[seq as usize][..]);
     }
     // Asking again gives the same error, not bytes of a half-decoded block.
-    assert!(matches!(reader.get(0), Err(Error::Corrupt(c)) if c.offset == 128));
+    assert!(matches!(reader.get(0), Err(Error::Corrupt(c)) if c.offset == z0));
     let report = verify(&dir).unwrap();
     let d = report.corruption().expect("corruption");
-    assert_eq!((d.corruption.offset, d.corruption.seq), (128, Some(0)));
+    assert_eq!((d.corruption.offset, d.corruption.seq), (z0, Some(0)));
 }

@@ -142,14 +142,17 @@ fn a_flipped_byte_in_a_compressed_block_is_named_by_file_offset_and_seq() {
     compress_log(&dir, &OsStorage).unwrap();
     let seg = segments(&dir)[0].clone();
     let mut bytes = std::fs::read(&seg).unwrap();
-    // The first block's zstd frame starts at byte 128 (the cold header, the plain header).
-    bytes[128 + 40] ^= 0x20;
+    // The first block's zstd frame: where its index entry says (byte 128, after the cold header
+    // and the plain header, or after the segment's dictionary).
+    let index = u64::from_le_bytes(bytes[48..56].try_into().unwrap()) as usize;
+    let z0 = u64::from_le_bytes(bytes[index + 16..index + 24].try_into().unwrap());
+    bytes[z0 as usize + 40] ^= 0x20;
     std::fs::write(&seg, &bytes).unwrap();
 
     let report = verify(&dir).unwrap();
     let d = report.corruption().expect("corruption");
     assert_eq!(d.corruption.path, seg);
-    assert_eq!(d.corruption.offset, 128);
+    assert_eq!(d.corruption.offset, z0);
     assert_eq!(d.corruption.seq, Some(0));
     assert!(
         matches!(&d.corruption.kind, CorruptionKind::CompressedBlock(w) if w.contains("block 0")),
@@ -163,7 +166,7 @@ fn a_flipped_byte_in_a_compressed_block_is_named_by_file_offset_and_seq() {
         Err(Error::Corrupt(c)) => {
             // The block's offset in the cold file, the seq asked for, the block's seqs.
             assert_eq!(c.path, seg);
-            assert_eq!(c.offset, 128);
+            assert_eq!(c.offset, z0);
             assert_eq!(c.seq, Some(1));
             assert!(c.to_string().contains("seqs 0.."), "{c}");
         }
@@ -171,7 +174,7 @@ fn a_flipped_byte_in_a_compressed_block_is_named_by_file_offset_and_seq() {
     }
     assert_eq!(reader.get(2999).unwrap().payload, &all[2999][..]);
     let err = reader.iter().find_map(|r| r.err()).expect("iter fails");
-    assert_eq!(err.corruption().map(|c| c.offset), Some(128));
+    assert_eq!(err.corruption().map(|c| c.offset), Some(z0));
     // A writer that checks every record refuses to open it; salvage cannot cut a cold segment.
     assert!(matches!(
         Log::open(&dir, Options::default().recovery(RecoveryMode::Strict)),

@@ -3,6 +3,7 @@
 //! full disks, concurrency (in this process and others), lazy readers, the fuzz corpora.
 //! See `tests/README.md`.
 
+mod cold_dictionary;
 mod cold_reads;
 mod cold_segments;
 mod concurrency;
