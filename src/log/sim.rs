@@ -193,6 +193,11 @@ struct FileState {
     /// Operations ever taken off the front of `pending` (made durable, or lost by a failed
     /// sync): `pending[i]` is the file's operation number `taken + i`.
     taken: u64,
+    /// Syncs of this file under way.
+    syncing: u32,
+    /// The error of a failed sync not reported yet: the next sync of the file to end reports
+    /// it ([`SimStorage::set_failed_sync_loses_writes`]).
+    unreported: Option<i32>,
 }
 
 #[derive(Debug, Clone)]
@@ -342,8 +347,12 @@ impl SimStorage {
     /// With `true`, a failed sync loses the operations it was to make durable: they are
     /// neither durable nor pending any more (a power cut never keeps them), and a later
     /// successful sync does not bring them back. This is Linux after a failed fdatasync (the
-    /// pages are marked clean; the next fdatasync succeeds and reports nothing). The default,
-    /// `false`, leaves them pending, as if the failing sync had changed nothing.
+    /// pages are marked clean; the next fdatasync succeeds and reports nothing). And, as Linux
+    /// reports a write-back error once per open file to whichever fdatasync checks first, the
+    /// error goes to another sync of the same file when one is under way as the failed one
+    /// ends: that one fails, and the failed one returns success. The default, `false`, leaves
+    /// the operations pending, as if the failing sync had changed nothing, and reports the error
+    /// to the failing sync.
     pub fn set_failed_sync_loses_writes(&self, lose: bool) {
         self.lock().failed_sync_loses = lose;
     }
@@ -484,6 +493,8 @@ impl SimStorage {
                     durable: existing.unwrap_or_default(),
                     pending: Vec::new(),
                     taken: 0,
+                    syncing: 0,
+                    unreported: None,
                 });
                 if !pre_existing && !create {
                     // Let the inner open report the error below.
@@ -651,6 +662,7 @@ impl Syncer for SimSyncer {
             s.sync_delay / 2 + s.sync_delay * spread / 1024
         };
         s.syncs_running += 1;
+        s.files[self.id].syncing += 1;
         s.max_syncs_running = s.max_syncs_running.max(s.syncs_running);
         if !delay.is_zero() {
             drop(s);
@@ -658,6 +670,7 @@ impl Syncer for SimSyncer {
             s = lock(&self.state);
         }
         s.syncs_running -= 1;
+        s.files[self.id].syncing -= 1;
         if s.dead {
             return Err(io::Error::other("the simulated power is off"));
         }
@@ -674,7 +687,20 @@ impl Syncer for SimSyncer {
                 op.apply(&mut f.durable, None);
             }
         }
-        outcome
+        // An error passed on by a failed sync of this file is reported here; this sync's own
+        // error goes to another sync of the file under way, if there is one.
+        let inherited = f.unreported.take();
+        let result = match outcome {
+            Err(e) if f.syncing > 0 => {
+                f.unreported = Some(e.raw_os_error().unwrap_or(EIO));
+                Ok(())
+            }
+            other => other,
+        };
+        match inherited {
+            Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+            None => result,
+        }
     }
 }
 

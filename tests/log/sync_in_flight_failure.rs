@@ -1,10 +1,13 @@
-//! Group commit with many fdatasyncs in flight and one of them failing (`agentlog::log::sim`):
+//! Group commit with overlapping fdatasyncs (two group-commit ones at a time, and background
+//! seals) and one of them failing (`agentlog::log::sim`):
 //! eight threads append to one log in small segments (so that background seals run beside the
 //! group commit's fdatasyncs) and wait for durability (half under a lock of their own followed
 //! by `sync_through` outside it, half with `Durability::Sync`), every simulated fdatasync takes
 //! a few milliseconds (so several run at once and some end before ones that started earlier),
 //! and one fdatasync in the middle fails, losing what it was to make durable
-//! (as Linux does: the pages are marked clean and the next fdatasync succeeds). The log must be
+//! (as Linux does: the pages are marked clean and the next fdatasync succeeds), and reporting its
+//! error, as Linux does, to another fdatasync of the file under way if there is one (which fails)
+//! while the failed one returns success. The log must be
 //! poisoned, refuse every later append and sync, and no record whose durability depended on the
 //! failed fdatasync may have been reported durable: after a power cut keeping only what was
 //! synced, every acknowledged record is there.
@@ -13,6 +16,10 @@
 //! still make later records durable: the segment can hold a hole followed by valid records, which
 //! the default open refuses as damage. Reopening salvages (keeps every record before the first
 //! damage); every acknowledged record is before the hole.
+//!
+//! What this guards: a success counts only once every fdatasync under way when it returned has
+//! returned too (`docs/design.md`, durability). Without that rule every seed tried acknowledged
+//! records that the power cut then lost.
 //!
 //! `AGENTLOG_POWER_ITERS` sets the number of rounds (default 6); `AGENTLOG_SEED` replays a run.
 
