@@ -625,7 +625,6 @@ impl Inner {
     /// data: any later failure (the trim, the final index header) leaves the data durable, and
     /// the segment marked open on disk, which the next open checks.
     ///
-    ///
     /// The seal holds a ticket like a group-commit fdatasync (given back here, after a failure
     /// has poisoned the writer), and its success counts only once every fdatasync under way
     /// when it ended has returned too ([`Inner::sync_once`] says why).
