@@ -22,23 +22,30 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 use testkit::gen;
 
-fn build(dir: &Path, n: usize, mix: gen::Mix) {
+/// Builds the session and returns the bytes the same events take as JSONL (each event's
+/// canonical line and its newline): the baseline of the bytes-per-event row.
+fn build(dir: &Path, n: usize, mix: gen::Mix) -> u64 {
     let s =
         Session::create(dir, SessionMeta::new("s", 0), SessionOptions::default()).expect("create");
     let mut events = gen::SessionGen::with_mix(mix).take(n).peekable();
+    let mut jsonl_bytes = 0u64;
     while events.peek().is_some() {
         let drafts = events
             .by_ref()
             .take(1024)
-            .map(|e| Draft {
-                time: Some(e.time),
-                event: e,
-                seq: None,
+            .map(|e| {
+                jsonl_bytes += e.to_canonical_string().len() as u64 + 1;
+                Draft {
+                    time: Some(e.time),
+                    event: e,
+                    seq: None,
+                }
             })
             .collect();
         s.append_drafts(drafts).expect("append");
     }
     s.close().expect("close");
+    jsonl_bytes
 }
 
 fn bench(c: &mut Criterion) {
@@ -52,11 +59,15 @@ fn bench(c: &mut Criterion) {
     };
     let root = tempfile::tempdir().expect("tempdir");
     let dir = root.path().join("s");
-    build(&dir, n, mix);
+    let jsonl_bytes = build(&dir, n, mix);
     let bytes = SessionReader::open(&dir).expect("reader").bytes_on_disk();
     eprintln!(
-        "checkpoint bench: {n} events ({mix_name} mix), {:.1} MB on disk",
-        bytes as f64 / 1e6
+        "checkpoint bench: {n} events ({mix_name} mix), {:.1} MB on disk; bytes per event \
+         {:.1}, JSONL {:.1}: {:.2}x JSONL",
+        bytes as f64 / 1e6,
+        bytes as f64 / n as f64,
+        jsonl_bytes as f64 / n as f64,
+        bytes as f64 / jsonl_bytes as f64
     );
     let ckpt = dir.join(CHECKPOINT_FILE);
     let aside = root.path().join("CHECKPOINT.aside");

@@ -13,7 +13,10 @@
 //! operation with `EIO`. Reopening the log with the normal [`OsStorage`] then shows what survives.
 //!
 //! Syncs through the simulation do not reach the disk (no fdatasync is made): what is durable is
-//! what the simulation records, which keeps tests fast.
+//! what the simulation records, which keeps tests fast. A sync can be made to take time
+//! ([`SimStorage::set_sync_delay`], so several are under way at once, as in the kernel), and a
+//! failed sync to lose what it was to make durable, as Linux does
+//! ([`SimStorage::set_failed_sync_loses_writes`]).
 //!
 //! The same type injects failures: [`SimStorage::fail`] makes the N-th operation of a kind
 //! (write, allocate, sync, …) fail with a chosen OS error, once or from then on, for example
@@ -48,6 +51,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use super::io::{OsStorage, Storage, StorageFile, Syncer};
 
@@ -186,6 +190,14 @@ struct FileState {
     durable: Vec<u8>,
     /// Operations since the last successful sync, in order.
     pending: Vec<Op>,
+    /// Operations ever taken off the front of `pending` (made durable, or lost by a failed
+    /// sync): `pending[i]` is the file's operation number `taken + i`.
+    taken: u64,
+    /// Syncs of this file under way.
+    syncing: u32,
+    /// The error of a failed sync not reported yet: the next sync of the file to end reports
+    /// it ([`SimStorage::set_failed_sync_loses_writes`]).
+    unreported: Option<i32>,
 }
 
 #[derive(Debug, Clone)]
@@ -207,6 +219,14 @@ struct State {
     counts: [u64; KINDS],
     faults: Vec<Fault>,
     dead: bool,
+    /// How long each sync takes ([`SimStorage::set_sync_delay`]).
+    sync_delay: Duration,
+    /// A failed sync loses the operations it was to make durable
+    /// ([`SimStorage::set_failed_sync_loses_writes`]).
+    failed_sync_loses: bool,
+    /// Syncs under way now, and the most ever under way at once.
+    syncs_running: u32,
+    max_syncs_running: u32,
 }
 
 impl State {
@@ -297,7 +317,8 @@ impl SimStorage {
 
     /// Makes the `nth` next operation of `kind` (1 = the very next one) fail with the OS error
     /// `errno` (for example [`ENOSPC`] or [`EIO`]); with `sticky`, every later one fails too,
-    /// until [`SimStorage::clear_faults`]. A failing operation changes nothing.
+    /// until [`SimStorage::clear_faults`]. A failing operation changes nothing (a failing sync
+    /// may lose writes: [`SimStorage::set_failed_sync_loses_writes`]).
     pub fn fail(&self, kind: OpKind, nth: u64, errno: i32, sticky: bool) {
         let mut s = self.lock();
         let at = s.counts[kind.slot()] + nth.max(1);
@@ -312,6 +333,33 @@ impl SimStorage {
     /// Removes every pending fault ("the space came back").
     pub fn clear_faults(&self) {
         self.lock().faults.clear();
+    }
+
+    /// Makes every sync take about `delay` (outside the simulation's lock, so several syncs of
+    /// one file can be under way at once, as fdatasyncs are in the kernel): between half and
+    /// one and a half times `delay`, varying from one sync to the next, so that a sync may end
+    /// before one that started earlier. A sync makes durable the operations recorded before it
+    /// started, not those recorded while it runs. Zero (the default) makes a sync instant.
+    pub fn set_sync_delay(&self, delay: Duration) {
+        self.lock().sync_delay = delay;
+    }
+
+    /// With `true`, a failed sync loses the operations it was to make durable: they are
+    /// neither durable nor pending any more (a power cut never keeps them), and a later
+    /// successful sync does not bring them back. This is Linux after a failed fdatasync (the
+    /// pages are marked clean; the next fdatasync succeeds and reports nothing). And, as Linux
+    /// reports a write-back error once per open file to whichever fdatasync checks first, the
+    /// error goes to another sync of the same file when one is under way as the failed one
+    /// ends: that one fails, and the failed one returns success. The default, `false`, leaves
+    /// the operations pending, as if the failing sync had changed nothing, and reports the error
+    /// to the failing sync.
+    pub fn set_failed_sync_loses_writes(&self, lose: bool) {
+        self.lock().failed_sync_loses = lose;
+    }
+
+    /// The most syncs (of any files) ever under way at once.
+    pub fn max_syncs_in_flight(&self) -> u32 {
+        self.lock().max_syncs_running
     }
 
     /// How many operations of `kind` were attempted so far (failed ones included).
@@ -444,6 +492,9 @@ impl SimStorage {
                 s.files.push(FileState {
                     durable: existing.unwrap_or_default(),
                     pending: Vec::new(),
+                    taken: 0,
+                    syncing: 0,
+                    unreported: None,
                 });
                 if !pre_existing && !create {
                     // Let the inner open report the error below.
@@ -589,22 +640,67 @@ struct SimSyncer {
 
 impl Syncer for SimSyncer {
     fn sync_data(&self) -> io::Result<()> {
-        // Operations recorded before the sync are durable once it returns; those made after
-        // it stay pending. One critical section: with two syncs of a file in flight at once
-        // (group commit), a count taken under one lock and drained under another could find
-        // the other sync had drained the operations first.
+        // Operations recorded before the sync started are durable once it returns; those made
+        // while it runs or after it stay pending. Operations are numbered per file, so that
+        // with several syncs of a file in flight at once (group commit) each takes only what
+        // the others have not taken yet.
         // No real fdatasync: durability is what this simulation records, and tests stay fast.
         let mut s = lock(&self.state);
-        s.count(OpKind::Sync)?;
+        // The fault decides the outcome when the sync starts; it is reported when it ends.
+        let outcome = s.count(OpKind::Sync);
         if s.dead {
             return Err(io::Error::other("the simulated power is off"));
         }
-        let f = &mut s.files[self.id];
-        let done: Vec<Op> = f.pending.drain(..).collect();
-        for op in &done {
-            op.apply(&mut f.durable, None);
+        let upto = {
+            let f = &s.files[self.id];
+            f.taken + f.pending.len() as u64
+        };
+        let delay = {
+            // Half to one and a half times the delay, from the sync's number.
+            let n = s.counts[OpKind::Sync.slot()];
+            let spread = Rng(n).below(1024) as u32;
+            s.sync_delay / 2 + s.sync_delay * spread / 1024
+        };
+        s.syncs_running += 1;
+        s.files[self.id].syncing += 1;
+        s.max_syncs_running = s.max_syncs_running.max(s.syncs_running);
+        if !delay.is_zero() {
+            drop(s);
+            std::thread::sleep(delay);
+            s = lock(&self.state);
         }
-        Ok(())
+        s.syncs_running -= 1;
+        s.files[self.id].syncing -= 1;
+        if s.dead {
+            return Err(io::Error::other("the simulated power is off"));
+        }
+        let lose = s.failed_sync_loses;
+        if outcome.is_err() && !lose {
+            return outcome;
+        }
+        let f = &mut s.files[self.id];
+        let k = (upto.saturating_sub(f.taken) as usize).min(f.pending.len());
+        let done: Vec<Op> = f.pending.drain(..k).collect();
+        f.taken += k as u64;
+        if outcome.is_ok() {
+            for op in &done {
+                op.apply(&mut f.durable, None);
+            }
+        }
+        // An error passed on by a failed sync of this file is reported here; this sync's own
+        // error goes to another sync of the file under way, if there is one.
+        let inherited = f.unreported.take();
+        let result = match outcome {
+            Err(e) if f.syncing > 0 => {
+                f.unreported = Some(e.raw_os_error().unwrap_or(EIO));
+                Ok(())
+            }
+            other => other,
+        };
+        match inherited {
+            Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+            None => result,
+        }
     }
 }
 

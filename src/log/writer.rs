@@ -177,8 +177,13 @@ pub(crate) struct Writer {
 struct SyncState {
     /// Every record below this seq is on stable storage.
     synced: u64,
-    /// fdatasyncs under way (at most [`MAX_SYNCS_IN_FLIGHT`]).
+    /// Group-commit fdatasyncs under way (at most [`MAX_SYNCS_IN_FLIGHT`]).
     in_flight: u32,
+    /// Tickets handed out so far (the last one's), one per fdatasync of the active segment and
+    /// per background seal: see [`Inner::sync_once`].
+    issued: u64,
+    /// Tickets of those not finished yet.
+    running: Vec<u64>,
     /// The largest length an fdatasync under way (or done) covers: a caller whose records are
     /// below it waits for that one instead of starting its own.
     covering: u64,
@@ -189,7 +194,8 @@ struct SyncState {
 /// fdatasyncs of one log that may run at once. One in flight makes N concurrent `sync`
 /// appenders wait for the one under way and then share the next (at most N records per
 /// fdatasync); a second one starts as soon as records are waiting, without waiting for a wake-up
-/// after the first, and the kernel overlaps the two.
+/// after the first, and the kernel overlaps the two. More (four, or one per appending thread)
+/// measured no better with 4 and 8 threads on one session (README, "Issue 14 targets", ³).
 const MAX_SYNCS_IN_FLIGHT: u32 = 2;
 
 pub(crate) struct Inner {
@@ -247,6 +253,8 @@ impl Log {
             writer: Mutex::new(writer),
             sync: Mutex::new(SyncState {
                 in_flight: 0,
+                issued: 0,
+                running: Vec::new(),
                 covering: 0,
                 seals_done: 0,
                 synced,
@@ -573,6 +581,13 @@ impl Inner {
             return Ok(());
         };
         self.seals.fetch_add(1, Ordering::Release);
+        let ticket = {
+            let mut s = lock(&self.sync);
+            s.issued += 1;
+            let t = s.issued;
+            s.running.push(t);
+            t
+        };
         // Finishing a segment (an fdatasync of everything in it, the final index header) takes
         // as long as the disk needs to write the segment: a thread does it, so appends go on in
         // the next segment. `sync`, the next seal and `close` wait for it.
@@ -584,7 +599,7 @@ impl Inner {
                 let result = a.finish(IndexState::Sealed);
                 let ok = result.is_ok();
                 if let Some(inner) = me.upgrade() {
-                    inner.sealed(result, a.base + a.count);
+                    inner.sealed(result, a.base + a.count, ticket);
                     if ok && inner.options.compress_sealed {
                         inner.compress_in_background(a.base);
                     }
@@ -601,7 +616,7 @@ impl Inner {
                 // fdatasync does.
                 let e = Error::io("start a thread to seal", path, e);
                 self.poison(&e);
-                self.sealed(Err(Error::Closed), 0);
+                self.sealed(Err(Error::Closed), 0, ticket);
                 Err(e)
             }
         }
@@ -610,12 +625,25 @@ impl Inner {
     /// Records the end of a background seal. Its first step is the fdatasync of the segment's
     /// data: any later failure (the trim, the final index header) leaves the data durable, and
     /// the segment marked open on disk, which the next open checks.
-    fn sealed(&self, result: Result<()>, len: u64) {
+    ///
+    /// The seal holds a ticket like a group-commit fdatasync (given back here, after a failure
+    /// has poisoned the writer), and its success counts only once every fdatasync under way
+    /// when it ended has returned too ([`Inner::sync_once`] says why).
+    fn sealed(&self, result: Result<()>, len: u64, ticket: u64) {
         let mut s = lock(&self.sync);
-        match result {
-            Err(e) if is_sync_error(&e) => self.poison(&e),
-            Err(_) => {}
-            Ok(()) => s.synced = s.synced.max(len),
+        if let Err(e) = &result {
+            if is_sync_error(e) {
+                self.poison(e);
+            }
+        }
+        s.running.retain(|&t| t != ticket);
+        self.sync_cv.notify_all();
+        if result.is_ok() {
+            let issued = s.issued;
+            s = self.wait_syncs_through(s, issued);
+            if !self.poisoned.load(Ordering::SeqCst) {
+                s.synced = s.synced.max(len);
+            }
         }
         s.seals_done += 1;
         self.sync_cv.notify_all();
@@ -689,11 +717,33 @@ impl Inner {
         }
     }
 
+    /// Waits (on the sync state's lock) until every fdatasync with a ticket up to `ticket` has
+    /// returned.
+    fn wait_syncs_through<'a>(
+        &self,
+        mut s: std::sync::MutexGuard<'a, SyncState>,
+        ticket: u64,
+    ) -> std::sync::MutexGuard<'a, SyncState> {
+        while s.running.iter().any(|&t| t <= ticket) {
+            s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s
+    }
+
     /// One fdatasync of the active segment, outside the append lock. Returns the length it
     /// made durable: the records of earlier segments are made durable by their seals, which it
     /// waits for.
+    ///
+    /// With several fdatasyncs of one file under way (two group-commit ones, or one and the
+    /// segment's seal), a success alone does not prove the records durable: when write-back
+    /// fails, Linux reports the error once per open file, to the first fdatasync that checks,
+    /// which may be another one under way, and this one returns 0. So every fdatasync holds a
+    /// ticket while it runs, and a success counts only once every ticket handed out before it
+    /// returned has been given back, and the log is not poisoned (a failure poisons it before
+    /// its ticket is given back).
     fn sync_once(&self) -> Result<u64> {
         self.check_poison()?;
+        let ticket: u64;
         let (syncer, len, end, base, path, seals) = {
             let w = lock(&self.writer);
             // Seals started so far (each under this lock): the records before the active
@@ -703,6 +753,9 @@ impl Inner {
             {
                 let mut s = lock(&self.sync);
                 s.covering = s.covering.max(w.next_seq);
+                s.issued += 1;
+                ticket = s.issued;
+                s.running.push(ticket);
             }
             // With no active segment (its creation failed), the retired one holds the last
             // records: it is synced instead.
@@ -718,10 +771,26 @@ impl Inner {
                 None => (None, w.next_seq, 0, 0, PathBuf::new(), seals),
             }
         };
-        if let Some(syncer) = syncer {
-            syncer
+        // Given back however this returns (the fdatasync, or its absence).
+        let result = match &syncer {
+            Some(syncer) => syncer
                 .sync_data()
-                .map_err(|e| Error::io("fdatasync", &path, e))?;
+                .map_err(|e| Error::io("fdatasync", &path, e)),
+            None => Ok(()),
+        };
+        {
+            let mut s = lock(&self.sync);
+            if let Err(e) = &result {
+                self.poison(e);
+            }
+            s.running.retain(|&t| t != ticket);
+            let last = s.issued;
+            self.sync_cv.notify_all();
+            drop(self.wait_syncs_through(s, last));
+        }
+        result?;
+        self.check_poison()?;
+        if syncer.is_some() {
             let mut w = lock(&self.writer);
             if let Some(a) = w.active.as_mut().filter(|a| a.base == base) {
                 if end > a.synced_end {

@@ -19,4 +19,5 @@ mod recovery;
 mod regressions;
 mod roundtrip;
 mod stress;
+mod sync_in_flight_failure;
 mod sync_many_threads_power_loss;
