@@ -14,6 +14,7 @@ use super::format::{
 };
 use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
+use super::open::RecoveryReport;
 use super::options::{Durability, Options};
 use super::reader::{lock, LogReader, Shared};
 use super::segment::{index_capacity, SegmentView};
@@ -218,6 +219,8 @@ pub(crate) struct Inner {
 pub struct Log {
     inner: Arc<Inner>,
     periodic: Option<Periodic>,
+    /// What opening found and did ([`Log::recovery_report`]).
+    recovery: RecoveryReport,
 }
 
 impl std::fmt::Debug for Log {
@@ -237,6 +240,7 @@ impl Log {
         writer: Writer,
         shared: Arc<Shared>,
         synced: u64,
+        recovery: RecoveryReport,
     ) -> Result<Log> {
         let durability = options.durability;
         let inner = Arc::new_cyclic(|me| Inner {
@@ -266,7 +270,17 @@ impl Log {
             ),
             _ => None,
         };
-        Ok(Log { inner, periodic })
+        Ok(Log {
+            inner,
+            periodic,
+            recovery,
+        })
+    }
+
+    /// What opening the log found and did: whether it was created or closed cleanly, what
+    /// recovery cut, moved or rebuilt ([`Log::open`]).
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
     }
 
     /// The log's directory.
