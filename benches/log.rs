@@ -20,7 +20,8 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agentlog::event::{access_event, encode_event, ArchivedBlock, ArchivedEventData, Event};
+use agentlog::event::archived::{ArchivedBlock, ArchivedEventData};
+use agentlog::event::{access_event, encode_event, Event};
 use agentlog::log::{Durability, Log, LogReader, Options};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,

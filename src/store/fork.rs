@@ -3,7 +3,8 @@
 //! through hard links, so a fork costs about one segment's copy whatever the parent's size.
 
 use crate::error::{Error, Result};
-use crate::event::{ArchivedEventData, Opt};
+use crate::event::archived::ArchivedEventData;
+use crate::event::Opt;
 use crate::log::{self, PrefixCopy};
 use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
 

@@ -20,10 +20,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentlog::event::{
-    access_event, encode_event, ArchivedBlock, ArchivedChunk, ArchivedEventData,
-    ArchivedToolContent, Draft, Event,
+use agentlog::event::archived::{
+    ArchivedBlock, ArchivedChunk, ArchivedEventData, ArchivedToolContent,
 };
+use agentlog::event::{access_event, encode_event, Draft, Event};
 use agentlog::log::{Durability, Log, LogReader, Options};
 use agentlog::session::{Session, SessionMeta, SessionOptions};
 use rkyv::util::AlignedVec;
