@@ -36,7 +36,7 @@ pub struct ForkReport {
 }
 
 /// The number of events through the `turn/end` of turn `turn`.
-pub fn turn_end_len(reader: &SessionReader, turn: u64) -> Result<u64> {
+pub(crate) fn turn_end_len(reader: &SessionReader, turn: u64) -> Result<u64> {
     let mut last_turn = None;
     for event in reader.events() {
         let event = event?;

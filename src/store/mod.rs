@@ -44,8 +44,8 @@ use crate::session::{
     Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
 
-pub use config::{parse_size, RedactConfig, StoreConfig, CONFIG_FILE};
-pub use fork::{turn_end_len, ForkPoint, ForkReport};
+pub use config::{RedactConfig, StoreConfig, CONFIG_FILE};
+pub use fork::{ForkPoint, ForkReport};
 pub use import::{ImportLimit, ImportOptions, ImportReport};
 pub use rewrite::{PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE};
 pub use search::StoreStats;
