@@ -54,6 +54,7 @@ mod reader;
 mod recovery;
 mod salvage;
 mod segment;
+#[cfg(feature = "sim")]
 pub mod sim;
 mod verify;
 mod writer;

@@ -377,10 +377,11 @@ impl Log {
     }
 }
 
+#[cfg(feature = "sim")]
 impl Log {
     /// Drops the writer the way a killed process would: no sync, no clean-close marker, the
     /// lock released. What was appended stays in the page cache, as after `kill -9`. For tests of
-    /// recovery and for tools that must not touch the files on the way out.
+    /// recovery (the `sim` feature).
     pub fn abandon(mut self) {
         if let Some(p) = self.periodic.take() {
             p.stop();
