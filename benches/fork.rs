@@ -25,8 +25,7 @@ fn bench(c: &mut Criterion) {
     SessionMeta::new("big", 0)
         .save(&session)
         .expect("session.json");
-    let (log, _) =
-        Log::open(&session, Options::default().payload_schema(PAYLOAD_SCHEMA)).expect("log");
+    let log = Log::open(&session, Options::default().payload_schema(PAYLOAD_SCHEMA)).expect("log");
     let text = "x".repeat(2000);
     let mut buf = AlignedVec::new();
     let mut seq = 0u64;

@@ -67,9 +67,7 @@ fn append_log(log: &Log, pool: &[Item], from: usize, count: u64) {
 }
 
 fn open_log(dir: &Path) -> Log {
-    Log::open(dir, Options::default().durability(Durability::Sync))
-        .expect("open")
-        .0
+    Log::open(dir, Options::default().durability(Durability::Sync)).expect("open")
 }
 
 fn bench(c: &mut Criterion) {

@@ -53,7 +53,7 @@ fn build(segments: usize) -> Corpus {
     let opts = Options::default()
         .segment_size(SEGMENT)
         .preallocate(SEGMENT);
-    let (log, _) = Log::open(&log_dir, opts).expect("open log");
+    let log = Log::open(&log_dir, opts).expect("open log");
     let mut out = std::io::BufWriter::new(File::create(&jsonl).expect("create jsonl"));
     let mut gen = gen::SessionGen::new();
     let mut buf = AlignedVec::new();

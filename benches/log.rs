@@ -20,7 +20,8 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agentlog::event::{access_event, encode_event, ArchivedBlock, ArchivedEventData, Event};
+use agentlog::event::archived::{ArchivedBlock, ArchivedEventData};
+use agentlog::event::{access_event, encode_event, Event};
 use agentlog::log::{Durability, Log, LogReader, Options};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
@@ -87,7 +88,7 @@ impl Sink for LogSink {
         }
         self.n += 1;
         let opts = Options::default().durability(self.durability);
-        let (log, _) = Log::open(self.dir.path().join(self.n.to_string()), opts).expect("open");
+        let log = Log::open(self.dir.path().join(self.n.to_string()), opts).expect("open");
         self.log = Some(log);
         self.written = 0;
     }
@@ -212,7 +213,7 @@ fn corpus(turns: u64) -> Corpus {
     let log_dir = dir.path().join("log");
     let jsonl = dir.path().join("log.jsonl");
     let events = gen::generated_events(turns);
-    let (log, _) = Log::open(&log_dir, Options::default()).expect("open");
+    let log = Log::open(&log_dir, Options::default()).expect("open");
     let mut out = std::io::BufWriter::new(File::create(&jsonl).expect("create"));
     let mut buf = AlignedVec::new();
     let mut bytes = 0;
@@ -357,7 +358,8 @@ fn replay_and_get(c: &mut Criterion) {
         &corpus.log,
         |b, p| {
             b.iter(|| {
-                let (log, report) = Log::open(p, Options::default()).expect("open");
+                let log = Log::open(p, Options::default()).expect("open");
+                let report = log.recovery_report().clone();
                 assert!(report.clean);
                 black_box(log.len());
                 log.close().expect("close");
@@ -376,10 +378,11 @@ fn replay_and_get(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let (log, _) = Log::open(p, Options::default()).expect("open");
+                    let log = Log::open(p, Options::default()).expect("open");
                     log.abandon();
                     let start = Instant::now();
-                    let (log, report) = Log::open(p, Options::default()).expect("open");
+                    let log = Log::open(p, Options::default()).expect("open");
+                    let report = log.recovery_report().clone();
                     total += start.elapsed();
                     assert!(!report.clean);
                     black_box(log.len());

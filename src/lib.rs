@@ -15,23 +15,22 @@
 //!   from it on any host.
 //!
 //! ```
-//! use agentlog::event::parse_draft_line;
+//! use agentlog::event::{parse_draft_line, Block, TurnStart, UserMessage};
 //! use agentlog::session::TurnState;
-//! use agentlog::{NewSession, Store};
+//! use agentlog::{EventData, NewSession, Store};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! let store = Store::open(dir.path())?;
 //! let session = store.create(NewSession::default().title("demo"))?;
 //!
-//! // Lines without seq and time: the log assigns them. Each is checked before it is written.
-//! for line in [
-//!     r#"{"type":"turn/start","data":{"turn":1}}"#,
-//!     r#"{"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"Hi"}]}}"#,
-//!     r#"{"type":"step/start","data":{"turn":1,"step":1}}"#,
-//! ] {
-//!     session.append_draft(parse_draft_line(line)?)?;
-//! }
+//! // Typed events: the log assigns seq and time; members not given take their defaults
+//! // (optional ones absent, `extra` empty). Each event is checked before it is written.
+//! session.append(EventData::TurnStart(TurnStart { turn: 1, ..Default::default() }))?;
+//! let hi = UserMessage { content: vec![Block::text("Hi")], ..Default::default() };
+//! session.append(EventData::UserMessage(hi))?;
+//! // Or JSONL lines without seq and time.
+//! session.append_draft(parse_draft_line(r#"{"type":"step/start","data":{"turn":1,"step":1}}"#)?)?;
 //! assert_eq!(session.state(), TurnState::Inferring);
 //! // A second turn/start while turn 1 is open breaks a lifecycle rule: refused, nothing written.
 //! assert!(session

@@ -1153,7 +1153,7 @@ impl Restorer<'_> {
                 // Unarchived in the stream before this event was appended.
                 self.apply_state(local)?;
             }
-            let (session, _) = Session::open(self.store.session_dir(local)?, self.options())?;
+            let session = Session::open(self.store.session_dir(local)?, self.options())?;
             self.open.insert(local.to_string(), session);
         }
         let Some(session) = self.open.get(local) else {

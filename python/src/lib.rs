@@ -165,7 +165,7 @@ impl Store {
     /// configuration allows: a torn tail is cut). Raises `LockError` when another writer holds
     /// it, `agentlog.Error` when there is no such session.
     fn open(&self, py: Python<'_>, id: &str) -> PyResult<Session> {
-        let (session, _) = detached(py, || self.store.open_session(id))?;
+        let session = detached(py, || self.store.open_session(id))?;
         Ok(Session::new(session, &self.store))
     }
 

@@ -315,7 +315,7 @@ mod tests {
     /// The archived sizes docs/format.md gives for format version 2.
     #[test]
     fn archived_layout_is_the_documented_one() {
-        use crate::event::{ArchivedChunk, ArchivedEventData, ArchivedStepEnd};
+        use crate::event::archived::{ArchivedChunk, ArchivedEventData, ArchivedStepEnd};
         assert_eq!(size_of::<ArchivedEvent>(), 40);
         assert_eq!(align_of::<ArchivedEvent>(), 8);
         assert_eq!(size_of::<ArchivedEventData>(), 8);

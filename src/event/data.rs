@@ -18,7 +18,7 @@ pub struct UnknownEvent {
 }
 
 /// `turn/start`: `{turn}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct TurnStart {
     /// The turn number (the first is 0 or 1, each next +1).
@@ -88,7 +88,7 @@ pub struct ErrorInfo {
 }
 
 /// `step/start`: `{turn, step, request?}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct StepStart {
     /// The open turn.
@@ -102,7 +102,7 @@ pub struct StepStart {
 }
 
 /// `step/end`: `{turn, step}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct StepEnd {
     /// The turn.
@@ -114,7 +114,7 @@ pub struct StepEnd {
 }
 
 /// `user/message`: `{role:"user", content, envelope?}`. The role is a constant and not stored.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct UserMessage {
     /// The content blocks.
@@ -156,7 +156,7 @@ pub struct AssistantMessage {
 }
 
 /// `assistant/message` `message`: `{role:"assistant", content, provider?, model?, replay?}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct AssistantContent {
     /// The content blocks (may be empty).
@@ -191,7 +191,7 @@ pub struct Usage {
 }
 
 /// `tool/call`: `{turn, step, callId, name, arguments}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct ToolCall {
     /// The open turn.
@@ -248,7 +248,7 @@ pub struct ToolMessage {
 }
 
 /// `system/message`: `{role:"system", content}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct SystemMessage {
     /// The content blocks.
@@ -258,7 +258,7 @@ pub struct SystemMessage {
 }
 
 /// `approval/request`: `{turn, step, callId, tool, reason?}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct ApprovalRequest {
     /// The open turn.
@@ -306,7 +306,7 @@ pub enum Decision {
 }
 
 /// `sandbox/event`: `{kind, turn?, detail?}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct SandboxEvent {
     /// What happened, e.g. `start`, `stop`, `escalate` (open set).
@@ -320,7 +320,7 @@ pub struct SandboxEvent {
 }
 
 /// `error`: `{message, turn?, step?, stack?}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct ErrorEvent {
     /// What went wrong.
@@ -336,7 +336,7 @@ pub struct ErrorEvent {
 }
 
 /// `compact/start`: `{startSeq, endSeq}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct CompactStart {
     /// The first seq of the compacted range (`startSeq`).
@@ -348,7 +348,7 @@ pub struct CompactStart {
 }
 
 /// `compact/summary`: `{startSeq, endSeq, summary, usage?}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct CompactSummary {
     /// The first seq of the compacted range (`startSeq`).
@@ -364,7 +364,7 @@ pub struct CompactSummary {
 }
 
 /// `compact/end`: `{ok}`.
-#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[rkyv(derive(Debug))]
 pub struct CompactEnd {
     /// False when the compaction failed.
@@ -420,3 +420,83 @@ string_enum!(Decision / ArchivedDecision {
     Approved = "approved",
     Denied = "denied",
 });
+
+// Constructors of the payloads with a member that has no default (the others derive `Default`:
+// `TurnStart { turn: 1, ..Default::default() }`). Optional members start absent, `extra` empty.
+
+impl TurnEndReason {
+    /// A reason of `kind` without `error`.
+    pub fn new(kind: ReasonKind) -> Self {
+        TurnEndReason {
+            kind,
+            error: Opt::Absent,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl TurnEnd {
+    /// The `turn/end` of `turn` for a reason of `kind` (without `error`).
+    pub fn new(turn: u64, kind: ReasonKind) -> Self {
+        TurnEnd {
+            turn,
+            reason: TurnEndReason::new(kind),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl AssistantChunk {
+    /// A chunk of step `step` of turn `turn`.
+    pub fn new(turn: u64, step: u64, chunk: Chunk) -> Self {
+        AssistantChunk {
+            turn,
+            step,
+            chunk,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl ToolMessage {
+    /// The tool message of `tool_name` with `content`, not an error.
+    pub fn new(tool_name: impl Into<String>, content: ToolContent) -> Self {
+        ToolMessage {
+            tool_name: tool_name.into(),
+            content,
+            is_error: false,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl ToolResult {
+    /// The `tool/result` of step `step` of turn `turn` carrying `message`, without `callId`,
+    /// `error` or `meta`.
+    pub fn new(turn: u64, step: u64, message: ToolMessage) -> Self {
+        ToolResult {
+            turn,
+            step,
+            message,
+            call_id: Opt::Absent,
+            error: Opt::Absent,
+            meta: Opt::Absent,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl ApprovalDecision {
+    /// The `decision` on call `call_id` of step `step` of turn `turn`, without `by` or `note`.
+    pub fn new(turn: u64, step: u64, call_id: impl Into<String>, decision: Decision) -> Self {
+        ApprovalDecision {
+            turn,
+            step,
+            call_id: call_id.into(),
+            decision,
+            by: Opt::Absent,
+            note: Opt::Absent,
+            extra: Map::new(),
+        }
+    }
+}

@@ -7,8 +7,8 @@
 //!   exact text, objects ([`Map`]) their member order.
 //! - Reading: [`parse_event_line`], [`parse_jsonl`] and the streaming [`JsonlReader`] refuse every
 //!   malformed line with a [`ParseError`] naming the line, the column and the reason.
-//! - Writing: [`Event::write_canonical`] (also on [`ArchivedEvent`], straight from an archive),
-//!   [`JsonlWriter`]. For any canonical line `x`, writing what was read from `x` gives `x` again,
+//! - Writing: [`Event::write_canonical`] (also on [`ArchivedEvent`](archived::ArchivedEvent),
+//!   straight from an archive), [`JsonlWriter`]. For any canonical line `x`, writing what was read from `x` gives `x` again,
 //!   byte for byte.
 //! - Storage: [`encode_event`] / [`access_event`] / [`decode_event`] turn events into checked,
 //!   zero-copy rkyv archives and back.
@@ -77,18 +77,12 @@ pub use archive::{
     access_event, decode_event, encode_event, ArchiveError, ArchiveOp, EventEncoder, ARCHIVE_ALIGN,
     MAX_ARCHIVE_DEPTH,
 };
-pub use blocks::{ArchivedBlock, ArchivedChunk, ArchivedToolContent, Block, Chunk, ToolContent};
+pub use blocks::{Block, Chunk, ToolContent};
 pub use data::{
-    ApprovalDecision, ApprovalRequest, ArchivedApprovalDecision, ArchivedApprovalRequest,
-    ArchivedAssistantChunk, ArchivedAssistantContent, ArchivedAssistantMessage, ArchivedCompactEnd,
-    ArchivedCompactStart, ArchivedCompactSummary, ArchivedDecision, ArchivedErrorEvent,
-    ArchivedErrorInfo, ArchivedReasonKind, ArchivedSandboxEvent, ArchivedStepEnd,
-    ArchivedStepStart, ArchivedSystemMessage, ArchivedToolCall, ArchivedToolMessage,
-    ArchivedToolResult, ArchivedTurnEnd, ArchivedTurnEndReason, ArchivedTurnStart,
-    ArchivedUnknownEvent, ArchivedUsage, ArchivedUserMessage, AssistantChunk, AssistantContent,
-    AssistantMessage, CompactEnd, CompactStart, CompactSummary, Decision, ErrorEvent, ErrorInfo,
-    ReasonKind, SandboxEvent, StepEnd, StepStart, SystemMessage, ToolCall, ToolMessage, ToolResult,
-    TurnEnd, TurnEndReason, TurnStart, UnknownEvent, Usage, UserMessage,
+    ApprovalDecision, ApprovalRequest, AssistantChunk, AssistantContent, AssistantMessage,
+    CompactEnd, CompactStart, CompactSummary, Decision, ErrorEvent, ErrorInfo, ReasonKind,
+    SandboxEvent, StepEnd, StepStart, SystemMessage, ToolCall, ToolMessage, ToolResult, TurnEnd,
+    TurnEndReason, TurnStart, UnknownEvent, Usage, UserMessage,
 };
 pub use error::{ParseError, ParseErrorKind};
 pub use jsonl::{
@@ -100,15 +94,30 @@ pub use parse::MAX_DEPTH;
 /// The aligned buffer [`encode_event`] writes into (rkyv's, re-exported so that callers need not
 /// depend on rkyv with the same pinned format features).
 pub use rkyv::util::AlignedVec;
-pub use types::{
-    ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,
-    EventData, EventType, Opt, SessionHeader, SurfaceOp,
-};
+pub use types::{Event, EventData, EventType, Opt, SessionHeader, SurfaceOp};
 // The canonical writer, for the layers above that write event parts (the projection writes
 // content blocks with it, so block JSON is written in one place).
 pub(crate) use write::{ObjectWriter, WriteJson};
 
-pub use value::{
-    ArchivedMap, ArchivedMember, ArchivedNumber, ArchivedValue, DuplicateKey, Map, Member, Number,
-    Value,
-};
+/// The archived (zero-copy, rkyv) forms of the event types: what [`access_event`] returns
+/// and what readers iterate without decoding. Each is named after its owned type
+/// (`ArchivedEvent` for [`Event`], …) and reads the same data (`to_native()` on integers,
+/// `as_str()` on strings; [`decode_event`] makes the owned event).
+pub mod archived {
+    pub use super::blocks::{ArchivedBlock, ArchivedChunk, ArchivedToolContent};
+    pub use super::data::{
+        ArchivedApprovalDecision, ArchivedApprovalRequest, ArchivedAssistantChunk,
+        ArchivedAssistantContent, ArchivedAssistantMessage, ArchivedCompactEnd,
+        ArchivedCompactStart, ArchivedCompactSummary, ArchivedDecision, ArchivedErrorEvent,
+        ArchivedErrorInfo, ArchivedReasonKind, ArchivedSandboxEvent, ArchivedStepEnd,
+        ArchivedStepStart, ArchivedSystemMessage, ArchivedToolCall, ArchivedToolMessage,
+        ArchivedToolResult, ArchivedTurnEnd, ArchivedTurnEndReason, ArchivedTurnStart,
+        ArchivedUnknownEvent, ArchivedUsage, ArchivedUserMessage,
+    };
+    pub use super::types::{
+        ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp,
+    };
+    pub use super::value::{ArchivedMap, ArchivedMember, ArchivedNumber, ArchivedValue};
+}
+
+pub use value::{DuplicateKey, Map, Member, Number, Value};

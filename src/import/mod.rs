@@ -1290,7 +1290,7 @@ fn import_sidechains(
     }
     let dir = store.session_dir(&id)?;
     let (session, created) = if dir.join(crate::session::META_FILE).is_file() {
-        (store.open_session(&id)?.0, false)
+        (store.open_session(&id)?, false)
     } else {
         let mut meta = SessionMeta::new(id.clone(), now_ms());
         meta.parent_session = Opt::Present(main.to_owned());
@@ -1560,7 +1560,7 @@ fn import_source(
 
     // A session of that id: continue it from where the last import stopped.
     match store.open_session(&id) {
-        Ok((session, _)) => {
+        Ok(session) => {
             let meta = session.meta();
             let Some(state) = meta
                 .store_extra

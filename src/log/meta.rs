@@ -268,7 +268,7 @@ mod tests {
     fn refuses_the_metadata_of_another_log() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("log");
-        let (log, _) = Log::open(&dir, Options::default()).unwrap();
+        let log = Log::open(&dir, Options::default()).unwrap();
         log.append(b"x").unwrap();
         let id = log.reader().log_id().unwrap();
         log.close().unwrap();

@@ -23,8 +23,8 @@
 //! use agentlog::log::{Log, LogReader, Options};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let (log, report) = Log::open(dir.path().join("log"), Options::default())?;
-//! assert!(report.created);
+//! let log = Log::open(dir.path().join("log"), Options::default())?;
+//! assert!(log.recovery_report().created);
 //! let seq = log.append(b"hello")?;
 //! assert_eq!(seq, 0);
 //! log.append_batch(&[b"a".as_slice(), b"b".as_slice()])?;
@@ -56,6 +56,7 @@ mod reader;
 mod recovery;
 mod salvage;
 mod segment;
+#[cfg(feature = "sim")]
 pub mod sim;
 mod verify;
 mod writer;

@@ -127,10 +127,11 @@ pub(crate) fn create_dir(dir: &Path) -> Result<()> {
 
 impl Log {
     /// Opens (or creates) the log in `dir` for writing, recovering from an unclean stop as
-    /// `options.recovery` allows. Returns the log and a report of what opening found and did.
+    /// `options.recovery` allows. What opening found and did is the log's
+    /// [`recovery_report`](Log::recovery_report).
     ///
     /// Fails with [`Error::Locked`] while another writer has the log open.
-    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<(Log, RecoveryReport)> {
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Log> {
         options.validate()?;
         let dir = dir.as_ref().to_path_buf();
         let mut report = RecoveryReport::default();
@@ -168,8 +169,7 @@ impl Log {
         report.segments = views.len();
         report.events = writer.next_seq;
         let shared = Arc::new(Shared::new(views, writer.next_seq));
-        let log = Log::from_parts(dir, options, lock, writer, shared, synced)?;
-        Ok((log, report))
+        Log::from_parts(dir, options, lock, writer, shared, synced, report)
     }
 }
 

@@ -35,12 +35,12 @@
 //! let dir = tempfile::tempdir()?;
 //! let sim = Arc::new(SimStorage::new());
 //! let opts = Options::default().durability(Durability::Sync).storage(sim.clone());
-//! let (log, _) = Log::open(dir.path(), opts)?;
+//! let log = Log::open(dir.path(), opts)?;
 //! log.append(b"synced")?;
 //! log.append_with(b"maybe lost", Durability::Os)?;
 //! sim.power_cut(PowerCut::KeepSynced)?;
 //! log.abandon();
-//! let (log, _) = Log::open(dir.path(), Options::default())?;
+//! let log = Log::open(dir.path(), Options::default())?;
 //! assert_eq!(log.len(), 1);
 //! assert_eq!(log.reader().get(0)?.payload, b"synced");
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -9,7 +9,7 @@
 //! use agentlog::log::{verify, IndexCheck, Log, Options};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let (log, _) = Log::open(dir.path().join("log"), Options::default())?;
+//! let log = Log::open(dir.path().join("log"), Options::default())?;
 //! log.append(b"hello")?;
 //! log.close()?;
 //! let report = verify(dir.path().join("log"))?;
@@ -230,7 +230,7 @@ mod tests {
     use crate::log::{Log, Options};
 
     fn log_with(dir: &Path, n: usize, segment_size: u64) {
-        let (log, _) = Log::open(dir, Options::default().segment_size(segment_size)).unwrap();
+        let log = Log::open(dir, Options::default().segment_size(segment_size)).unwrap();
         for i in 0..n {
             log.append(format!("payload {i:04} with some bytes").as_bytes())
                 .unwrap();
@@ -318,7 +318,7 @@ mod tests {
     fn a_log_being_written_is_clean() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("log");
-        let (log, _) = Log::open(&dir, Options::default()).unwrap();
+        let log = Log::open(&dir, Options::default()).unwrap();
         for i in 0..50 {
             log.append(format!("event {i}").as_bytes()).unwrap();
         }
@@ -336,7 +336,7 @@ mod tests {
     fn verifying_while_a_writer_appends_and_rolls_finds_no_damage() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("log");
-        let (log, _) = Log::open(&dir, Options::default().segment_size(2048)).unwrap();
+        let log = Log::open(&dir, Options::default().segment_size(2048)).unwrap();
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -15,6 +15,7 @@ use super::format::{
 use super::hint::{self, Hint};
 use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
+use super::open::RecoveryReport;
 use super::options::{Durability, Options};
 use super::reader::{lock, LogReader, Shared};
 use super::segment::{index_capacity, SegmentView};
@@ -225,6 +226,8 @@ pub(crate) struct Inner {
 pub struct Log {
     inner: Arc<Inner>,
     periodic: Option<Periodic>,
+    /// What opening found and did ([`Log::recovery_report`]).
+    recovery: RecoveryReport,
 }
 
 impl std::fmt::Debug for Log {
@@ -244,6 +247,7 @@ impl Log {
         writer: Writer,
         shared: Arc<Shared>,
         synced: u64,
+        recovery: RecoveryReport,
     ) -> Result<Log> {
         let durability = options.durability;
         let inner = Arc::new_cyclic(|me| Inner {
@@ -275,7 +279,17 @@ impl Log {
             ),
             _ => None,
         };
-        Ok(Log { inner, periodic })
+        Ok(Log {
+            inner,
+            periodic,
+            recovery,
+        })
+    }
+
+    /// What opening the log found and did: whether it was created or closed cleanly, what
+    /// recovery cut, moved or rebuilt ([`Log::open`]).
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
     }
 
     /// The log's directory.
@@ -372,10 +386,11 @@ impl Log {
     }
 }
 
+#[cfg(feature = "sim")]
 impl Log {
     /// Drops the writer the way a killed process would: no sync, no clean-close marker, the
     /// lock released. What was appended stays in the page cache, as after `kill -9`. For tests of
-    /// recovery and for tools that must not touch the files on the way out.
+    /// recovery (the `sim` feature).
     pub fn abandon(mut self) {
         if let Some(p) = self.periodic.take() {
             p.stop();

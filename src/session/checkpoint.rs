@@ -33,8 +33,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::event::archived::ArchivedEvent;
 use crate::event::Block;
-use crate::event::{access_event, decode_event, ArchivedEvent, ReasonKind};
+use crate::event::{access_event, decode_event, ReasonKind};
 use crate::log::{LogId, LogReader};
 use crate::project::{Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY};
 

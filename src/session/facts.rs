@@ -1,7 +1,8 @@
 //! What the lifecycle rules need to know of an event, read from an owned [`Event`] or straight
 //! from an archived one in the log (no decoding, no allocation).
 
-use crate::event::{ArchivedEvent, ArchivedEventData, Decision, Event, EventData, ReasonKind};
+use crate::event::archived::{ArchivedEvent, ArchivedEventData};
+use crate::event::{Decision, Event, EventData, ReasonKind};
 
 /// The lifecycle-relevant part of an event's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

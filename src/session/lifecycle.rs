@@ -279,7 +279,7 @@ impl PastCalls for LogCalls {
         let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let rec = r.get(seq).ok()?;
         match &crate::event::access_event(rec.payload).ok()?.data {
-            crate::event::ArchivedEventData::ToolCall(c) => Some(c.turn.to_native()),
+            crate::event::archived::ArchivedEventData::ToolCall(c) => Some(c.turn.to_native()),
             _ => None,
         }
     }

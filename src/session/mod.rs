@@ -7,26 +7,22 @@
 //! [`Session`] is the one writer; [`SessionReader`] reads from any thread or process.
 //!
 //! ```
-//! use agentlog::event::{Block, EventData, Map, Opt, ReasonKind, TurnEnd, TurnEndReason, TurnStart, UserMessage};
+//! use agentlog::event::{Block, EventData, ReasonKind, TurnEnd, TurnStart, UserMessage};
 //! use agentlog::session::{Session, SessionMeta, SessionOptions, TurnState};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let session = Session::create(dir.path().join("s1"), SessionMeta::new("s1", 0), SessionOptions::default())?;
-//! session.append(EventData::TurnStart(TurnStart { turn: 1, extra: Map::new() }))?;
+//! // Members not given take their defaults: optional ones absent, `extra` empty.
+//! session.append(EventData::TurnStart(TurnStart { turn: 1, ..Default::default() }))?;
 //! assert_eq!(session.state(), TurnState::Pending);
 //! session.append(EventData::UserMessage(UserMessage {
 //!     content: vec![Block::text("hello")],
-//!     envelope: Opt::Absent,
-//!     extra: Map::new(),
+//!     ..Default::default()
 //! }))?;
 //! // A second turn/start while turn 1 is open breaks a lifecycle rule: nothing is written.
-//! let err = session.append(EventData::TurnStart(TurnStart { turn: 2, extra: Map::new() })).unwrap_err();
+//! let err = session.append(EventData::TurnStart(TurnStart { turn: 2, ..Default::default() })).unwrap_err();
 //! assert!(err.to_string().contains("turn/start only when no turn is open"));
-//! session.append(EventData::TurnEnd(TurnEnd {
-//!     turn: 1,
-//!     reason: TurnEndReason { kind: ReasonKind::Completed, error: Opt::Absent, extra: Map::new() },
-//!     extra: Map::new(),
-//! }))?;
+//! session.append(EventData::TurnEnd(TurnEnd::new(1, ReasonKind::Completed)))?;
 //! assert_eq!(session.len(), 3);
 //! assert_eq!(session.messages().len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::event::{access_event, decode_event, ArchivedEvent, Event, JsonlWriter};
+use crate::event::archived::ArchivedEvent;
+use crate::event::{access_event, decode_event, Event, JsonlWriter};
 use crate::log::LogReader;
 use crate::project::Messages;
 

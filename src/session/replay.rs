@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::event::{decode_event, ArchivedEventData, EventType, ToolContent};
+use crate::event::archived::ArchivedEventData;
+use crate::event::{decode_event, EventType, ToolContent};
 use crate::project::Projector;
 
 use super::reader::SessionReader;

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use crate::error::{Error, Result};
-use crate::event::{
+use crate::event::archived::{
     ArchivedBlock, ArchivedEvent, ArchivedEventData, ArchivedToolContent, ArchivedValue,
 };
 

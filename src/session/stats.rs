@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use crate::error::Result;
-use crate::event::{ArchivedEvent, ArchivedEventData, ArchivedUsage, Map, Number, Value};
+use crate::event::archived::{ArchivedEvent, ArchivedEventData, ArchivedUsage};
+use crate::event::{Map, Number, Value};
 
 use super::checkpoint::{Bad, Dec, Enc};
 use super::facts::Facts;
@@ -93,7 +94,8 @@ impl Tokens {
     }
 
     fn of(u: &ArchivedUsage) -> Tokens {
-        let opt = |o: &crate::event::ArchivedOpt<u64>| o.present().map_or(0, |v| v.to_native());
+        let opt =
+            |o: &crate::event::archived::ArchivedOpt<u64>| o.present().map_or(0, |v| v.to_native());
         Tokens {
             input: u.input_tokens.to_native(),
             output: u.output_tokens.to_native(),

@@ -101,6 +101,8 @@ pub struct Session {
     checkpoint: Mutex<CheckpointTask>,
     /// `checkpoint.seals` without its lock: an append that sealed nothing checks this alone.
     seals_seen: std::sync::atomic::AtomicU64,
+    /// What opening found ([`Session::open_report`]).
+    open_report: OpenReport,
 }
 
 #[derive(Default)]
@@ -146,7 +148,7 @@ impl Session {
         super::create_private_dir(&dir)?;
         // The log first: a session whose session.json exists always has a segment, so a
         // session without one has lost it.
-        let (log, report) = Log::open(&dir, options.log_options(true))?;
+        let log = Log::open(&dir, options.log_options(true))?;
         // What rebuilding session.json needs, beside the log, once, before session.json: a
         // crash between the two leaves a session whose session.json can be rebuilt.
         meta.write_logmeta(&dir, log.reader().log_id())?;
@@ -162,8 +164,15 @@ impl Session {
             buf: AlignedVec::new(),
             last_time: i64::MIN,
         };
-        debug_assert!(report.created || report.events == 0);
-        Ok(Session::from_parts(dir, log, meta, inner, &options))
+        debug_assert!(log.recovery_report().created || log.recovery_report().events == 0);
+        let report = OpenReport {
+            log: log.recovery_report().clone(),
+            state: inner.lifecycle.state(),
+            open_work: inner.lifecycle.open_work(),
+            violations: Vec::new(),
+            salvaged: Vec::new(),
+        };
+        Ok(Session::from_parts(dir, log, meta, inner, &options, report))
     }
 
     fn from_parts(
@@ -172,6 +181,7 @@ impl Session {
         meta: SessionMeta,
         inner: Inner,
         options: &SessionOptions,
+        open_report: OpenReport,
     ) -> Session {
         Session {
             dir,
@@ -184,15 +194,18 @@ impl Session {
             subscribers: Subscribers::new(),
             checkpoint: Mutex::new(CheckpointTask::default()),
             seals_seen: std::sync::atomic::AtomicU64::new(0),
+            open_report,
         }
     }
 
     /// Opens the session in `dir` for writing: recovers the log as the options' recovery mode
-    /// allows, then replays it to rebuild the lifecycle state and the projection.
-    pub fn open(dir: impl AsRef<Path>, options: SessionOptions) -> Result<(Session, OpenReport)> {
+    /// allows, then replays it to rebuild the lifecycle state and the projection. What opening
+    /// found is the session's [`open_report`](Session::open_report).
+    pub fn open(dir: impl AsRef<Path>, options: SessionOptions) -> Result<Session> {
         let dir = dir.as_ref().to_path_buf();
         let meta = SessionMeta::load(&dir)?;
-        let (log, log_report) = Log::open(&dir, options.log_options(false))?;
+        let log = Log::open(&dir, options.log_options(false))?;
+        let log_report = log.recovery_report().clone();
         // Under the writer's lock no metadata write is under way: a temporary file is what a
         // failed or killed one left (best effort: it holds nothing the session needs).
         let _ = super::remove_stale_tmp(&dir);
@@ -250,13 +263,20 @@ impl Session {
             violations,
             salvaged,
         };
-        let session = Session::from_parts(dir, log, meta, inner, &options);
+        let session = Session::from_parts(dir, log, meta, inner, &options, report);
         let seals = session.log.seals();
         lock(&session.checkpoint).seals = seals;
         session
             .seals_seen
             .store(seals, std::sync::atomic::Ordering::Relaxed);
-        Ok((session, report))
+        Ok(session)
+    }
+
+    /// What opening the session found: the log's recovery report, the turn state and the work a
+    /// crash left open at that time, lifecycle violations in the stored events, what a salvage
+    /// found after a cut. A session just created reports an empty log and no open work.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.open_report
     }
 
     /// The session's directory.
@@ -945,7 +965,7 @@ mod tests {
         );
         drop(s);
         // Dropped without close: the open replays from the last checkpoint (or the start).
-        let (s, _) = Session::open(&path, SessionOptions::default()).unwrap();
+        let s = Session::open(&path, SessionOptions::default()).unwrap();
         let inner = lock(&s.inner);
         assert_eq!(inner.lifecycle.kept_calls(), 1);
         assert_eq!(inner.projector.answered_len(), 0);

@@ -181,7 +181,7 @@ fn size(key: &str, v: &toml::Value) -> std::result::Result<u64, String> {
 }
 
 /// Parses `"64MiB"`, `"64 MiB"`, `"4096"`, `"1GiB"`, `"16KB"` (units are powers of 1024).
-pub fn parse_size(s: &str) -> Option<u64> {
+pub(crate) fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);

@@ -3,7 +3,8 @@
 //! through hard links, so a fork costs about one segment's copy whatever the parent's size.
 
 use crate::error::{Error, Result};
-use crate::event::{ArchivedEventData, Opt};
+use crate::event::archived::ArchivedEventData;
+use crate::event::Opt;
 use crate::log::{self, PrefixCopy};
 use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
 
@@ -35,7 +36,7 @@ pub struct ForkReport {
 }
 
 /// The number of events through the `turn/end` of turn `turn`.
-pub fn turn_end_len(reader: &SessionReader, turn: u64) -> Result<u64> {
+pub(crate) fn turn_end_len(reader: &SessionReader, turn: u64) -> Result<u64> {
     let mut last_turn = None;
     for event in reader.events() {
         let event = event?;

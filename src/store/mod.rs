@@ -41,11 +41,11 @@ use crate::event::Value;
 use crate::log;
 use crate::session::{
     create_private_dir, is_session_dir, new_id, now_ms, remove_stale_tmp, validate_id, MetaRepair,
-    OpenReport, Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
+    Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
 
-pub use config::{parse_size, RedactConfig, StoreConfig, CONFIG_FILE};
-pub use fork::{turn_end_len, ForkPoint, ForkReport};
+pub use config::{RedactConfig, StoreConfig, CONFIG_FILE};
+pub use fork::{ForkPoint, ForkReport};
 pub use import::{ImportLimit, ImportOptions, ImportReport};
 pub use rewrite::{PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE};
 pub use search::StoreStats;
@@ -314,8 +314,9 @@ impl Store {
         Ok(value)
     }
 
-    /// Opens session `id` for writing (recovering it after a crash as the configuration allows).
-    pub fn open_session(&self, id: &str) -> Result<(Session, OpenReport)> {
+    /// Opens session `id` for writing (recovering it after a crash as the configuration allows;
+    /// what opening found is the session's [`open_report`](Session::open_report)).
+    pub fn open_session(&self, id: &str) -> Result<Session> {
         let dir = self.existing_dir(id)?;
         Session::open(dir, self.config.session_options())
     }

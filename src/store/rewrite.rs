@@ -286,12 +286,12 @@ impl Store {
                 for event in reader.events() {
                     let event = event?;
                     match &event.data {
-                        crate::event::ArchivedEventData::TurnStart(s)
+                        crate::event::archived::ArchivedEventData::TurnStart(s)
                             if s.turn.to_native() == t =>
                         {
                             start = Some(event.seq())
                         }
-                        crate::event::ArchivedEventData::TurnEnd(e)
+                        crate::event::archived::ArchivedEventData::TurnEnd(e)
                             if e.turn.to_native() == t && start.is_some() =>
                         {
                             end = Some(event.seq());

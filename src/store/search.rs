@@ -6,7 +6,8 @@
 use std::ops::ControlFlow;
 
 use crate::error::{Error, Result};
-use crate::event::{ArchivedEvent, Value};
+use crate::event::archived::ArchivedEvent;
+use crate::event::Value;
 use crate::session::{Query, SearchStats, SessionState, SessionStats};
 
 use super::Store;

@@ -123,7 +123,7 @@ pub fn segment_decode(data: &[u8]) {
             .payload_schema(schema)
             .recovery(mode)
             .storage(fast_storage());
-        if let Ok((log, _)) = Log::open(&dir, opts) {
+        if let Ok(log) = Log::open(&dir, opts) {
             let len = log.len();
             read_everything(&log.reader());
             // A log that opens for writing takes appends at the right seq.
@@ -207,7 +207,7 @@ fn active_segment(dir: &Path) -> Option<(std::path::PathBuf, u64)> {
 pub fn engine_model(data: &[u8]) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("log");
-    let (mut log, _) = Log::open(&dir, model_opts()).unwrap();
+    let mut log = Log::open(&dir, model_opts()).unwrap();
     let mut model: Vec<Vec<u8>> = Vec::new();
     // Records that must survive anything but damage: synced ones.
     let mut synced = 0u64;
@@ -249,13 +249,15 @@ pub fn engine_model(data: &[u8]) {
             5 => {
                 // A crash (kill -9): everything appended is in the page cache and survives.
                 log.abandon();
-                let (l, report) = Log::open(&dir, model_opts()).unwrap();
+                let l = Log::open(&dir, model_opts()).unwrap();
+                let report = l.recovery_report().clone();
                 assert!(report.cut.is_none(), "{report}");
                 log = l;
             }
             6 => {
                 log.close().unwrap();
-                let (l, report) = Log::open(&dir, model_opts()).unwrap();
+                let l = Log::open(&dir, model_opts()).unwrap();
+                let report = l.recovery_report().clone();
                 assert!(report.clean, "{report}");
                 log = l;
             }
@@ -286,7 +288,8 @@ pub fn engine_model(data: &[u8]) {
                             .unwrap();
                     }
                 }
-                let (l, report) = Log::open(&dir, model_opts()).unwrap();
+                let l = Log::open(&dir, model_opts()).unwrap();
+                let report = l.recovery_report().clone();
                 let len = l.len();
                 assert!(len <= model.len() as u64, "{report}");
                 assert!(

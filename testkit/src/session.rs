@@ -102,7 +102,7 @@ impl Driver {
     /// Closes the session cleanly and opens it again.
     pub fn reopen(&mut self) {
         self.s.take().unwrap().close().unwrap();
-        let (s, _) = Session::open(&self.dir, (self.options)()).unwrap();
+        let s = Session::open(&self.dir, (self.options)()).unwrap();
         self.s = Some(s);
     }
 }

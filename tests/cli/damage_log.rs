@@ -623,7 +623,6 @@ fn the_second_writer_always_learns_the_holders_pid() {
         // this process forks meanwhile): the writer unlocks explicitly.
         Log::open(&dir, Options::default())
             .unwrap()
-            .0
             .close()
             .unwrap();
         let barrier = std::sync::Barrier::new(2);

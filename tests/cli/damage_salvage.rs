@@ -156,7 +156,8 @@ fn salvage_report_names_file_and_seqs() {
     std::fs::write(seg, bytes).unwrap();
     let mut options = SessionOptions::default();
     options.log.recovery = RecoveryMode::Salvage;
-    let (session, report) = Session::open(&dir, options).unwrap();
+    let session = Session::open(&dir, options).unwrap();
+    let report = session.open_report().clone();
     assert_eq!(session.len(), 4);
     assert_eq!(report.salvaged.len(), 1);
     let s = &report.salvaged[0];

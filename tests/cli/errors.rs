@@ -207,7 +207,7 @@ fn a_locked_session_names_the_lock_and_its_holder() {
     let cli = Cli::new();
     cli.import_example("fix-typo", &["--id", "typo"]);
     let store = Store::open(cli.store()).unwrap();
-    let (writer, _) = store.open_session("typo").unwrap();
+    let writer = store.open_session("typo").unwrap();
     let run = cli.run_with(&["append", "typo"], b"{\"type\":\"x/y\",\"data\":{}}\n");
     let err = run.fails(1);
     assert!(err.contains("LOCK"), "{err}");

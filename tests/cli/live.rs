@@ -206,7 +206,7 @@ fn verify_works_while_a_writer_appends() {
     let cli = Cli::new();
     cli.import_example("fix-typo", &["--id", "s"]);
     let store = Store::open(cli.store()).unwrap();
-    let (writer, _) = store.open_session("s").unwrap();
+    let writer = store.open_session("s").unwrap();
     let before = std::fs::read(&segments(&cli.session_dir("s"))[0]).unwrap();
     let run = cli.run(&["verify", "s"]);
     assert!(run.ok().starts_with("ok s: 10 event(s)"), "{}", run.stdout);

@@ -349,18 +349,13 @@ mod header_nulls {
         store.archive("a1").unwrap();
         assert_eq!(store.info("a1").unwrap().state, SessionState::Archived);
         assert_eq!(export(&store, "a1"), text);
-        assert!(store
-            .open_session("a1")
-            .unwrap()
-            .0
-            .append(system())
-            .is_err());
+        assert!(store.open_session("a1").unwrap().append(system()).is_err());
         store.unarchive("a1").unwrap();
         assert_eq!(store.info("a1").unwrap().state, SessionState::Active);
         assert_eq!(export(&store, "a1"), text);
 
         // Reopened for writing, changed metadata is saved and the rest kept.
-        let (session, _) = store.open_session("a1").unwrap();
+        let session = store.open_session("a1").unwrap();
         session.append(system()).unwrap();
         session
             .update_meta(|m| m.config = Some(Value::Bool(true)))
@@ -434,7 +429,7 @@ mod header_nulls {
         );
 
         // It takes appends, and the next change writes the current layout with the same meaning.
-        let (session, _) = store.open_session("old").unwrap();
+        let session = store.open_session("old").unwrap();
         session.append(system()).unwrap();
         session.close().unwrap();
         store.archive("old").unwrap();
@@ -460,12 +455,7 @@ mod header_nulls {
         let archived = OLD_LAYOUT.replace(r#""state":"active""#, r#""state":"archived""#);
         std::fs::write(dir.join(META_FILE), archived).unwrap();
         assert_eq!(store.info("old").unwrap().state, SessionState::Archived);
-        assert!(store
-            .open_session("old")
-            .unwrap()
-            .0
-            .append(system())
-            .is_err());
+        assert!(store.open_session("old").unwrap().append(system()).is_err());
     }
 
     /// The session header lost data between import and `export --header`: a `null` title, cwd, parentSession or seedLength was dropped, and unknown header members named like session.json's own members (`state`, `config`, …) were lost or taken as the store's.
@@ -574,7 +564,7 @@ mod hostile_header_numbers {
     #[test]
     fn waiting_with_the_longest_timeout_waits_for_the_next_append() {
         let dir = tempfile::tempdir().unwrap();
-        let (log, _) = Log::open(dir.path().join("log"), Options::default()).unwrap();
+        let log = Log::open(dir.path().join("log"), Options::default()).unwrap();
         log.append(b"first").unwrap();
         let mut reader = LogReader::open(dir.path().join("log")).unwrap();
         assert_eq!(reader.len(), 1);

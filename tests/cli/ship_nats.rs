@@ -31,7 +31,7 @@ impl Drop for Reap {
 fn append_turns(root: &std::path::Path, id: &str, title: &str, turns: u64) -> u64 {
     let store = Store::open(root).unwrap();
     let session = match store.open_session(id) {
-        Ok((s, _)) => s,
+        Ok(s) => s,
         Err(_) => store
             .create(NewSession::default().id(id).title(title))
             .unwrap(),

@@ -5,6 +5,7 @@
 mod examples;
 mod json_and_drafts;
 mod noncanonical;
+mod payload_defaults;
 mod refusals;
 mod regressions;
 mod roundtrip_prop;

@@ -754,7 +754,7 @@ fn a_session_with_events_past_its_recorded_import_is_not_continued() {
     std::fs::write(&file, &full[..cut]).unwrap();
     let (store, id, _) = import_one(dir.path(), &file);
     {
-        let (session, _) = store.open_session(&id).unwrap();
+        let session = store.open_session(&id).unwrap();
         session
             .append_draft(
                 agentlog::event::parse_draft_line(

@@ -25,7 +25,7 @@ fn payload(i: u64) -> Vec<u8> {
 }
 
 fn write_cold_log(dir: &Path, n: u64) -> Vec<Vec<u8>> {
-    let (log, _) = Log::open(dir, Options::default().segment_size(1 << 20)).unwrap();
+    let log = Log::open(dir, Options::default().segment_size(1 << 20)).unwrap();
     let all: Vec<Vec<u8>> = (0..n).map(payload).collect();
     for p in &all {
         log.append(p).unwrap();

@@ -28,7 +28,7 @@ fn payload(i: u64) -> Vec<u8> {
 }
 
 fn write_log(dir: &Path, n: u64, options: Options) -> Vec<Vec<u8>> {
-    let (log, _) = Log::open(dir, options).unwrap();
+    let log = Log::open(dir, options).unwrap();
     let all: Vec<Vec<u8>> = (0..n).map(payload).collect();
     for p in &all {
         log.append(p).unwrap();
@@ -109,7 +109,8 @@ fn a_compressed_log_reads_like_the_plain_one_and_takes_appends_after_it() {
     assert_eq!(report.events, 4000);
 
     // A writer opens it and appends to a new plain segment after the cold ones.
-    let (log, open) = Log::open(&dir, Options::default().segment_size(256 << 10)).unwrap();
+    let log = Log::open(&dir, Options::default().segment_size(256 << 10)).unwrap();
+    let open = log.recovery_report().clone();
     assert_eq!(open.events, 4000);
     assert!(open.cut.is_none(), "{open:?}");
     let mut all = all;
@@ -207,7 +208,8 @@ fn a_compression_that_fails_at_any_step_leaves_a_whole_log() {
         assert_reads_equal(&dir, &all);
         assert!(verify(&dir).unwrap().corruption().is_none(), "{kind:?}");
         // The next writer removes the leftovers and appends.
-        let (log, report) = Log::open(&dir, Options::default().segment_size(128 << 10)).unwrap();
+        let log = Log::open(&dir, Options::default().segment_size(128 << 10)).unwrap();
+        let report = log.recovery_report().clone();
         assert_eq!(report.events, 1500, "{kind:?}");
         log.append(b"after").unwrap();
         log.close().unwrap();
@@ -238,7 +240,8 @@ fn an_index_left_beside_a_cold_segment_is_ignored_and_removed_by_the_next_writer
     std::fs::write(&idx, &old_index).unwrap();
     assert_reads_equal(&dir, &all);
     assert!(verify(&dir).unwrap().is_clean());
-    let (log, report) = Log::open(&dir, Options::default()).unwrap();
+    let log = Log::open(&dir, Options::default()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(report.removed.contains(&idx), "{report:?}");
     log.close().unwrap();
     assert!(!idx.exists());
@@ -253,7 +256,7 @@ fn compress_sealed_compresses_the_sealed_segments_of_a_log_being_written() {
         .segment_size(128 << 10)
         .compress_sealed(true)
         .storage(Arc::new(OsStorage));
-    let (log, _) = Log::open(&dir, options).unwrap();
+    let log = Log::open(&dir, options).unwrap();
     let mut all = Vec::new();
     for i in 0..3000 {
         log.append(&payload(i)).unwrap();
@@ -281,7 +284,7 @@ fn compress_sealed_compresses_the_sealed_segments_of_a_log_being_written() {
 fn an_unsealed_segment_is_not_compressed() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("log");
-    let (log, _) = Log::open(&dir, Options::default()).unwrap();
+    let log = Log::open(&dir, Options::default()).unwrap();
     log.append(b"open").unwrap();
     // The writer holds the lock: compressing the log is refused.
     assert!(matches!(

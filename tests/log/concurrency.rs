@@ -37,7 +37,7 @@ fn child_dir() -> Option<std::path::PathBuf> {
 fn a_reader_thread_sees_a_gap_free_prefix_while_a_million_records_are_appended() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options::default().segment_size(8 << 20);
-    let (log, _) = Log::open(dir.path(), opts).unwrap();
+    let log = Log::open(dir.path(), opts).unwrap();
     let n = 1_000_000u64;
     let mut reader = log.reader();
     let done = Arc::new(AtomicBool::new(false));
@@ -77,7 +77,7 @@ fn a_reader_thread_sees_a_gap_free_prefix_while_a_million_records_are_appended()
 #[test]
 fn a_waiting_reader_wakes_up_on_append() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+    let log = Log::open(dir.path(), Options::default()).unwrap();
     let log = Arc::new(log);
     let mut reader = log.reader();
     let log2 = Arc::clone(&log);
@@ -98,7 +98,7 @@ fn a_waiting_reader_wakes_up_on_append() {
 #[test]
 fn a_second_writer_in_this_process_is_refused_naming_the_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+    let log = Log::open(dir.path(), Options::default()).unwrap();
     let err = Log::open(dir.path(), Options::default()).unwrap_err();
     match &err {
         Error::Locked { path, holder } => {
@@ -130,7 +130,7 @@ fn child_try_to_open_for_writing() {
 #[test]
 fn a_second_writer_in_another_process_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+    let log = Log::open(dir.path(), Options::default()).unwrap();
     log.append(b"held").unwrap();
     let out = child("child_try_to_open_for_writing", dir.path())
         .output()
@@ -156,7 +156,7 @@ fn a_second_writer_in_another_process_is_refused() {
 fn child_append_slowly() {
     let Some(dir) = child_dir() else { return };
     let opts = Options::default().segment_size(64 << 10);
-    let (log, _) = Log::open(&dir, opts).unwrap();
+    let log = Log::open(&dir, opts).unwrap();
     for seq in 0..3000u64 {
         log.append(&payload(seq)).unwrap();
         if seq % 500 == 0 {
@@ -210,7 +210,7 @@ fn group_commit_from_eight_threads() {
     let opts = Options::default()
         .segment_size(256 << 10)
         .durability(Durability::Sync);
-    let (log, _) = Log::open(dir.path(), opts).unwrap();
+    let log = Log::open(dir.path(), opts).unwrap();
     let log = Arc::new(log);
     let threads: Vec<_> = (0..8u64)
         .map(|t| {

@@ -31,7 +31,7 @@ fn opts() -> Options {
 /// `abandon`, the writer syncs after `n - 20` records and is then abandoned (as a crash leaves
 /// it: the active segment's index is open, its last records beyond the synced end).
 fn make_log(dir: &Path, n: u64, abandon: bool, f: impl Fn(u64) -> Vec<u8>) -> Vec<Vec<u8>> {
-    let (log, _) = Log::open(dir, opts()).unwrap();
+    let log = Log::open(dir, opts()).unwrap();
     let expected: Vec<Vec<u8>> = (0..n).map(f).collect();
     for (i, p) in expected.iter().enumerate() {
         log.append(p).unwrap();
@@ -222,9 +222,8 @@ fn check_reader(dir: &Path, expected: &[Vec<u8>], damage: Option<&Where>, what: 
 fn open_copy(src: &Path, dst: &Path, mode: RecoveryMode) -> agentlog::log::Result<(Log, u64)> {
     let _ = std::fs::remove_dir_all(dst);
     copy_dir(src, dst);
-    Log::open(dst, opts().recovery(mode)).map(|(log, report)| {
+    Log::open(dst, opts().recovery(mode)).map(|log| {
         let len = log.len();
-        let _ = report;
         (log, len)
     })
 }
@@ -339,10 +338,12 @@ fn default_cut_is_reported(src: &Path, work: &Path, d: &Where, what: &str) {
     let dst = work.join("report");
     let _ = std::fs::remove_dir_all(&dst);
     copy_dir(src, &dst);
-    if let Ok((log, report)) = Log::open(&dst, opts()) {
+    if let Ok(log) = Log::open(&dst, opts()) {
         if log.len() == d.seq {
-            let cut = report
+            let cut = log
+                .recovery_report()
                 .cut
+                .clone()
                 .unwrap_or_else(|| panic!("{what}: records were cut without a report"));
             assert_eq!(cut.first_lost_seq, d.seq, "{what}");
             assert_eq!(cut.at.path, rel(&d.seg, src, &dst), "{what}");
@@ -466,7 +467,7 @@ fn truncate_last_record(abandon: bool) {
         // A crashed writer's last record lies beyond its synced end: a file that ends exactly
         // where it starts looks like a crash before it, which is not damage.
         if abandon && cut == last.offset {
-            let (log, _) = Log::open(&dir, opts()).unwrap();
+            let log = Log::open(&dir, opts()).unwrap();
             assert_eq!(log.len(), n - 1, "{what}");
             continue;
         }
@@ -501,7 +502,8 @@ fn truncate_last_record(abandon: bool) {
         } else {
             RecoveryMode::TolerateTornTail
         };
-        let (log, report) = Log::open(&dir, opts().recovery(mode)).unwrap();
+        let log = Log::open(&dir, opts().recovery(mode)).unwrap();
+        let report = log.recovery_report().clone();
         if lost {
             assert_eq!(log.len(), n - 1, "{what}");
             let c = report

@@ -50,7 +50,7 @@ fn child_append_stream() {
     } else {
         Durability::Os
     };
-    let (log, _) = Log::open(&dir, opts().durability(durability)).unwrap();
+    let log = Log::open(&dir, opts().durability(durability)).unwrap();
     let mut out = std::io::stdout().lock();
     let mut rng = Rng(seed);
     let mut next = log.len();
@@ -177,9 +177,10 @@ fn kill_9_at_random_moments_keeps_an_exact_prefix() {
         if !dir.exists() {
             continue;
         }
-        let (log, report) = Log::open(&dir, opts()).unwrap_or_else(|e| {
+        let log = Log::open(&dir, opts()).unwrap_or_else(|e| {
             panic!("kill {kill}: reopening after kill -9 failed: {e}");
         });
+        let report = log.recovery_report().clone();
         if let Some(cut) = &report.cut {
             assert_eq!(cut.class, DamageClass::TornTail, "kill {kill}: {report}");
             assert!(cut.dropped_segments.is_empty(), "kill {kill}: {report}");

@@ -42,7 +42,7 @@ fn readers_see(log: &Log, dir: &Path, expected: &[Vec<u8>]) {
 fn disk_full(kind: OpKind) {
     let dir = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
-    let (log, _) = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
+    let log = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
     let mut expected: Vec<Vec<u8>> = Vec::new();
     let mut rng = common::Rng(common::seed(28) ^ kind as u64);
     let mut failures = 0;
@@ -98,7 +98,8 @@ fn disk_full(kind: OpKind) {
     );
     log.close().unwrap();
     // Every acknowledged record is there after reopening, and nothing else.
-    let (log, report) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(report.cut.is_none(), "{report}");
     readers_see(&log, dir.path(), &expected);
 }
@@ -118,7 +119,7 @@ fn enospc_after_a_crash_leaves_an_openable_log() {
     // The disk fills, then the process dies: the log reopens with every acknowledged record.
     let dir = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
-    let (log, _) = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
+    let log = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
     let mut n = 0;
     sim.fail(OpKind::Allocate, 7, ENOSPC, true);
     while log.append(&payload(n)).is_ok() {
@@ -136,7 +137,7 @@ fn enospc_after_a_crash_leaves_an_openable_log() {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            other => break other.unwrap().0,
+            other => break other.unwrap(),
         }
     };
     let expected: Vec<Vec<u8>> = (0..n).map(payload).collect();
@@ -180,7 +181,7 @@ fn a_real_full_tmpfs() {
     let opts = Options::default()
         .segment_size(256 << 10)
         .preallocate(16 << 10);
-    let (log, _) = Log::open(&dir, opts.clone()).unwrap();
+    let log = Log::open(&dir, opts.clone()).unwrap();
     let mut expected = Vec::new();
     let err = loop {
         let next = expected.len() as u64;
@@ -206,12 +207,12 @@ fn a_real_full_tmpfs() {
     log.abandon();
     readers_see_dir(&dir, &expected);
     // ... the log reopens while the disk is still full, with every record ...
-    let (log, _) = Log::open(&dir, opts.clone()).unwrap();
+    let log = Log::open(&dir, opts.clone()).unwrap();
     assert_eq!(log.len(), expected.len() as u64);
     drop(log);
     // ... and once space comes back, the writer goes on at the right seq.
     std::fs::remove_file(mnt.join("ballast")).unwrap();
-    let (log, _) = Log::open(&dir, opts.clone()).unwrap();
+    let log = Log::open(&dir, opts.clone()).unwrap();
     assert_eq!(log.len(), expected.len() as u64);
     let next = expected.len() as u64;
     assert_eq!(log.append(&payload(next)).unwrap(), next);

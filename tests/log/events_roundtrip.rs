@@ -44,7 +44,7 @@ fn a_million_mixed_events_round_trip_through_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let n = 1_000_000u64;
     let opts = Options::default().segment_size(8 << 20);
-    let (log, _) = Log::open(dir.path(), opts.clone()).unwrap();
+    let log = Log::open(dir.path(), opts.clone()).unwrap();
     let mut buf = AlignedVec::new();
     for seq in 0..n {
         buf.clear();

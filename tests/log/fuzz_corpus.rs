@@ -121,7 +121,7 @@ fn generate_seed_corpus() {
             .segment_size(4 << 10)
             .preallocate(1 << 10)
             .max_event_size(4 << 10);
-        let (log, _) = Log::open(&dir, opts).unwrap();
+        let log = Log::open(&dir, opts).unwrap();
         for seq in 0..n {
             let mut p = payload(seq);
             p.truncate(60);

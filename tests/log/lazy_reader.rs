@@ -17,7 +17,7 @@ fn many_segments(dir: &Path) -> Vec<(u64, PathBuf)> {
     let opts = Options::default()
         .segment_size(1 << 10)
         .preallocate(1 << 10);
-    let (log, _) = Log::open(dir, opts).unwrap();
+    let log = Log::open(dir, opts).unwrap();
     for seq in 0..EVENTS {
         assert_eq!(log.append(&payload(seq)).unwrap(), seq);
     }
@@ -159,7 +159,7 @@ fn a_writers_reader_shares_the_writers_maps() {
     let opts = Options::default()
         .segment_size(1 << 10)
         .preallocate(1 << 10);
-    let (log, _) = Log::open(tmp.path(), opts).unwrap();
+    let log = Log::open(tmp.path(), opts).unwrap();
     for seq in 0..EVENTS {
         log.append(&payload(seq)).unwrap();
     }

@@ -56,8 +56,9 @@ fn random_appends(log: &Log, rng: &mut Rng, expected: &mut Vec<Vec<u8>>, ops: u6
 
 /// Reopens after a power cut and checks the promises; returns the reopened log.
 fn reopen_and_check(dir: &Path, expected: &mut Vec<Vec<u8>>, must_survive: u64, what: &str) -> Log {
-    let (log, report) = Log::open(dir, opts())
+    let log = Log::open(dir, opts())
         .unwrap_or_else(|e| panic!("{what}: the log does not reopen after a power loss: {e}"));
+    let report = log.recovery_report().clone();
     if let Some(cut) = &report.cut {
         assert_eq!(cut.class, DamageClass::TornTail, "{what}: {report}");
     }
@@ -99,7 +100,7 @@ fn power_cuts(name: &str, default_iters: u64, cut: impl Fn(u64) -> PowerCut) {
         // Several rounds on one log: power cut, reopen, check, append more, cut again.
         for round in 0..3 {
             let sim = Arc::new(SimStorage::new());
-            let (log, _) = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
+            let log = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
             assert_eq!(log.len(), expected.len() as u64);
             let ops = rng.range(1, 120);
             let must_survive = random_appends(&log, &mut rng, &mut expected, ops);
@@ -139,7 +140,7 @@ fn power_loss_with_writes_reaching_the_disk_in_any_order() {
     for i in 0..iters {
         let dir = tempfile::tempdir().unwrap();
         let sim = Arc::new(SimStorage::new());
-        let (log, _) = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
+        let log = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
         let mut expected = Vec::new();
         let ops = rng.range(1, 120);
         let must_survive = random_appends(&log, &mut rng, &mut expected, ops);
@@ -148,7 +149,7 @@ fn power_loss_with_writes_reaching_the_disk_in_any_order() {
         log.abandon();
         let what = format!("any order #{i}");
         let synced_end_ok = match Log::open(dir.path(), opts()) {
-            Ok((log, _)) => {
+            Ok(log) => {
                 drop(log);
                 true
             }
@@ -164,7 +165,7 @@ fn power_loss_with_writes_reaching_the_disk_in_any_order() {
         } else {
             RecoveryMode::Salvage
         };
-        let (log, _) = Log::open(dir.path(), opts().recovery(mode)).unwrap();
+        let log = Log::open(dir.path(), opts().recovery(mode)).unwrap();
         assert!(log.len() >= must_survive, "{what}");
         let r = log.reader();
         for seq in 0..log.len() {
@@ -181,7 +182,7 @@ fn power_loss_with_writes_reaching_the_disk_in_any_order() {
 fn a_failed_fdatasync_poisons_the_writer_and_reopening_recovers_what_is_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
-    let (log, _) = Log::open(
+    let log = Log::open(
         dir.path(),
         opts().storage(sim.clone()).durability(Durability::Sync),
     )
@@ -209,7 +210,7 @@ fn a_failed_fdatasync_poisons_the_writer_and_reopening_recovers_what_is_on_disk(
     drop(log);
     // Reopening recovers what is on disk: the 20 synced records, and the one whose sync failed
     // (it reached the file), nothing else.
-    let (log, _) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
     assert!((20..=21).contains(&log.len()), "{}", log.len());
     let r = log.reader();
     for seq in 0..log.len() {
@@ -222,7 +223,7 @@ fn a_failed_fdatasync_poisons_the_writer_and_reopening_recovers_what_is_on_disk(
 fn a_failed_fdatasync_while_sealing_a_segment_poisons_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
-    let (log, _) = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
+    let log = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
     // Fill the first segment (8 KiB) without syncing, then fail the seal's sync.
     let mut seq = 0;
     while common::segments(dir.path()).len() < 2 {
@@ -247,7 +248,7 @@ fn a_failed_fdatasync_while_sealing_a_segment_poisons_the_writer() {
     let acked = log.len();
     drop(log);
     sim.clear_faults();
-    let (log, _) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
     assert_eq!(log.len(), acked);
     let r = log.reader();
     for s in 0..acked {
@@ -289,7 +290,7 @@ fn session_per_call_durability_and_sync_through_survive_a_power_loss() {
         s.append_draft(line(3)).unwrap();
         sim.power_cut(PowerCut::KeepSynced).unwrap();
         drop(s);
-        let s = Session::open(&dir, SessionOptions::default()).unwrap().0;
+        let s = Session::open(&dir, SessionOptions::default()).unwrap();
         assert_eq!(s.len(), 3, "via_sync_through={via_sync_through}");
         s.close().unwrap();
     }

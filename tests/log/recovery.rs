@@ -14,7 +14,7 @@ fn opts() -> Options {
 }
 
 fn write_log(dir: &Path, n: u64) {
-    let (log, _) = Log::open(dir, opts()).unwrap();
+    let log = Log::open(dir, opts()).unwrap();
     for seq in 0..n {
         log.append(&payload(seq % 50)).unwrap();
     }
@@ -102,7 +102,8 @@ fn the_last_record_truncated_at_every_byte_offset_is_refused_or_salvaged_and_rep
         } else {
             RecoveryMode::Salvage
         };
-        let (log, report) = Log::open(&dir, opts().recovery(mode)).unwrap();
+        let log = Log::open(&dir, opts().recovery(mode)).unwrap();
+        let report = log.recovery_report().clone();
         if keeps_last {
             // Only padding or the zero tail was cut: the record is complete.
             assert_eq!(log.len(), n, "cut at {cut}");
@@ -162,7 +163,8 @@ fn a_truncated_closed_log_is_refused_and_left_unchanged() {
         assert_eq!(std::fs::read(&seg).unwrap(), before);
     }
     // Salvage cuts it.
-    let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let log = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(log.len(), 9);
     assert_eq!(report.cut.unwrap().class, DamageClass::Corruption);
 }
@@ -211,7 +213,8 @@ fn a_flipped_bit_in_a_sealed_segment_fails_open_and_salvage_keeps_the_prefix() {
     drop(r);
     // The default mode opens a cleanly closed log from its headers and index tails; the damage
     // shows when the record is read.
-    let (log, report) = Log::open(&dir, opts()).unwrap();
+    let log = Log::open(&dir, opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(report.clean);
     assert!(log.reader().get(damaged_seq).is_err());
     drop(log);
@@ -219,7 +222,8 @@ fn a_flipped_bit_in_a_sealed_segment_fails_open_and_salvage_keeps_the_prefix() {
     let dir = base.path().join("salvage");
     copy_dir(&orig, &dir);
     flip(&dir.join(segs[1].file_name().unwrap()), at + 20, 0x04);
-    let (log, report) = Log::open(&dir, opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let log = Log::open(&dir, opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(log.len(), damaged_seq);
     let cut = report.cut.unwrap();
     assert_eq!(cut.class, DamageClass::Corruption);
@@ -239,7 +243,7 @@ fn a_flipped_bit_in_a_sealed_segment_fails_open_and_salvage_keeps_the_prefix() {
 #[test]
 fn a_flipped_bit_in_the_middle_of_the_active_segment_is_corruption_not_a_torn_tail() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
     for seq in 0..20 {
         log.append(&payload(seq % 50)).unwrap();
     }
@@ -253,7 +257,8 @@ fn a_flipped_bit_in_the_middle_of_the_active_segment_is_corruption_not_a_torn_ta
     let err = Log::open(dir.path(), opts()).unwrap_err();
     assert!(matches!(err, Error::Corrupt(_)), "{err}");
     assert_eq!(err.corruption().unwrap().offset, at);
-    let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let log = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(log.len(), 5);
     assert_eq!(report.cut.unwrap().first_lost_seq, 5);
 }
@@ -274,19 +279,21 @@ fn missing_damaged_and_short_indexes_are_rebuilt_with_the_same_records() {
         std::fs::remove_file(dir.join(i.file_name().unwrap())).unwrap();
     }
     all_payloads_match(&dir, n);
-    let (log, report) = Log::open(&dir, opts()).unwrap();
+    let log = Log::open(&dir, opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(report.indexes_rebuilt.len(), idxs.len(), "{report:?}");
     assert_eq!(log.len(), n);
     drop(log);
     all_payloads_match(&dir, n);
-    let (_, report) = Log::open(&dir, opts()).unwrap();
+    let report = Log::open(&dir, opts()).unwrap().recovery_report().clone();
     assert!(report.clean && report.indexes_rebuilt.is_empty());
 
     // Header damaged.
     let dir = base.path().join("header");
     copy_dir(&orig, &dir);
     flip(&dir.join(idxs[0].file_name().unwrap()), 41, 0xff);
-    let (log, report) = Log::open(&dir, opts()).unwrap();
+    let log = Log::open(&dir, opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(
         report.indexes_rebuilt,
         vec![dir.join(idxs[0].file_name().unwrap())]
@@ -307,7 +314,8 @@ fn missing_damaged_and_short_indexes_are_rebuilt_with_the_same_records() {
         .unwrap()
         .set_len(len - 12)
         .unwrap();
-    let (log, report) = Log::open(&dir, opts()).unwrap();
+    let log = Log::open(&dir, opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(report.indexes_rebuilt.len(), 1);
     drop(log);
     all_payloads_match(&dir, n);
@@ -325,12 +333,13 @@ fn missing_damaged_and_short_indexes_are_rebuilt_with_the_same_records() {
 #[test]
 fn an_unclean_stop_is_recovered_and_appending_continues() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
     for seq in 0..777 {
         log.append(&payload(seq % 50)).unwrap();
     }
     log.abandon();
-    let (log, report) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(!report.clean);
     assert!(report.cut.is_none(), "{report:?}");
     assert_eq!(log.len(), 777);
@@ -342,7 +351,7 @@ fn an_unclean_stop_is_recovered_and_appending_continues() {
 #[test]
 fn garbage_after_the_last_record_of_a_killed_writer_is_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
     for seq in 0..10 {
         log.append(&payload(seq % 50)).unwrap();
     }
@@ -357,7 +366,8 @@ fn garbage_after_the_last_record_of_a_killed_writer_is_cut() {
     std::fs::write(&seg, &b).unwrap();
     let err = Log::open(dir.path(), opts().recovery(RecoveryMode::Strict)).unwrap_err();
     assert!(matches!(err, Error::TornTail(_)), "{err}");
-    let (log, report) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert_eq!(log.len(), 10);
     let cut = report.cut.unwrap();
     assert_eq!(cut.at.offset, end, "{cut:?}");
@@ -365,7 +375,8 @@ fn garbage_after_the_last_record_of_a_killed_writer_is_cut() {
     // The garbage is gone: a new record at that offset is not mixed with it.
     log.append(b"y").unwrap();
     log.abandon();
-    let (log, report) = Log::open(dir.path(), opts()).unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(report.cut.is_none());
     assert_eq!(log.len(), 11);
 }
@@ -410,7 +421,7 @@ fn a_zeroed_tail_of_a_sealed_segment_is_corruption() {
     assert_eq!(c.path, segs[0]);
     assert_eq!(c.offset, at);
     let keep = record_count(&idx0) - 3;
-    let (log, _) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let log = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
     assert_eq!(log.len(), keep);
 }
 
@@ -424,7 +435,8 @@ fn a_damaged_segment_header_is_reported_with_its_path() {
     let c = err.corruption().unwrap();
     assert_eq!(c.path, segs[1]);
     assert_eq!(c.offset, 0);
-    let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let log = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+    let report = log.recovery_report().clone();
     let base1: u64 = common::base_seq(&segs[1]).unwrap();
     assert_eq!(log.len(), base1);
     assert_eq!(report.cut.unwrap().dropped_segments.len(), segs.len() - 1);

@@ -12,7 +12,7 @@ mod failed_batch_visible {
     fn a_failed_batch_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let sim = Arc::new(SimStorage::new());
-        let (log, _) = Log::open(dir.path(), Options::default().storage(sim.clone())).unwrap();
+        let log = Log::open(dir.path(), Options::default().storage(sim.clone())).unwrap();
         log.append(b"before").unwrap();
         // Each record takes two writes (payload, header): fail the third record's payload.
         sim.fail(OpKind::Write, 5, ENOSPC, false);
@@ -25,7 +25,7 @@ mod failed_batch_visible {
         // The seqs were not used: the retry gets them, and nothing of the failed batch reappears.
         assert_eq!(log.append_batch(&batch).unwrap(), 1..5);
         log.abandon();
-        let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
         let got: Vec<Vec<u8>> = log
             .reader()
             .iter()
@@ -51,7 +51,7 @@ mod foreign_segment_reader {
         let opts = Options::default()
             .segment_size(1 << 10)
             .preallocate(1 << 10);
-        let (log, _) = Log::open(dir, opts).unwrap();
+        let log = Log::open(dir, opts).unwrap();
         for _ in 0..40 {
             log.append(&[fill; 100]).unwrap();
         }
@@ -108,7 +108,7 @@ mod new_reader_during_roll {
             .segment_size(1 << 10)
             .max_event_size(400)
             .storage(Arc::new(SimStorage::new()));
-        let (log, _) = Log::open(dir.path(), opts).unwrap();
+        let log = Log::open(dir.path(), opts).unwrap();
         let log = Arc::new(log);
         let done = Arc::new(AtomicBool::new(false));
         let (log2, done2) = (Arc::clone(&log), Arc::clone(&done));
@@ -141,7 +141,7 @@ mod padding_cut_close {
     #[test]
     fn a_log_whose_last_padding_was_cut_closes_cleanly() {
         let dir = tempfile::tempdir().unwrap();
-        let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
         log.append(&[1u8; 31]).unwrap();
         // 100 bytes of payload: 12 bytes of padding follow it.
         log.append(&[2u8; 100]).unwrap();
@@ -154,11 +154,13 @@ mod padding_cut_close {
             .unwrap()
             .set_len(end - 3)
             .unwrap();
-        let (log, report) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
+        let report = log.recovery_report().clone();
         assert_eq!(log.len(), 2, "{report}");
         assert!(report.cut.is_none(), "{report}");
         log.close().unwrap();
-        let (log, report) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
+        let report = log.recovery_report().clone();
         assert!(report.clean, "{report}");
         assert!(report.indexes_rebuilt.is_empty(), "{report}");
         assert_eq!(log.len(), 2);
@@ -183,7 +185,7 @@ mod reader_before_seal_finishes {
         let opts = Options::default()
             .segment_size(4 << 10)
             .preallocate(4 << 10);
-        let (log, _) = Log::open(dir.path(), opts).unwrap();
+        let log = Log::open(dir.path(), opts).unwrap();
         for i in 0..10u8 {
             log.append(&[i; 100]).unwrap();
         }
@@ -229,7 +231,7 @@ mod reader_index_sigbus {
         let opts = Options::default()
             .segment_size(64 + 1008 * 32)
             .preallocate(4096);
-        let (log, _) = Log::open(dir.path(), opts).unwrap();
+        let log = Log::open(dir.path(), opts).unwrap();
         for i in 0..1000u32 {
             log.append(&[i as u8; 16]).unwrap();
         }
@@ -260,7 +262,7 @@ mod reader_stuck_after_scan {
     #[test]
     fn a_reader_that_scanned_the_active_segment_still_sees_new_records() {
         let dir = tempfile::tempdir().unwrap();
-        let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
         for i in 0..5u8 {
             log.append(&[i; 40]).unwrap();
         }
@@ -295,7 +297,7 @@ mod scanned_offsets_hide_appends {
     #[test]
     fn appends_after_a_damaged_index_entry_are_readable() {
         let dir = tempfile::tempdir().unwrap();
-        let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
         for i in 0..6u8 {
             log.append(&[i; 40]).unwrap();
         }
@@ -306,7 +308,8 @@ mod scanned_offsets_hide_appends {
         b[64 + 8] ^= 0x08;
         std::fs::write(&idx, &b).unwrap();
         for mode in [RecoveryMode::TolerateTornTail, RecoveryMode::Strict] {
-            let (log, report) = Log::open(dir.path(), Options::default().recovery(mode)).unwrap();
+            let log = Log::open(dir.path(), Options::default().recovery(mode)).unwrap();
+            let report = log.recovery_report().clone();
             let r = log.reader();
             assert_eq!(r.get(2).unwrap().payload, [2u8; 40]);
             let seq = log.append(&[9; 40]).unwrap();
@@ -333,7 +336,7 @@ mod short_index_sigbus {
     fn an_empty_or_short_index_file_is_rebuilt_not_a_crash() {
         for len in [0u64, 10, 63] {
             let dir = tempfile::tempdir().unwrap();
-            let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+            let log = Log::open(dir.path(), Options::default()).unwrap();
             for i in 0..5u8 {
                 log.append(&[i; 40]).unwrap();
             }
@@ -351,7 +354,8 @@ mod short_index_sigbus {
                 assert_eq!(r.get(u64::from(i)).unwrap().payload, [i; 40]);
             }
             drop(r);
-            let (log, report) = Log::open(dir.path(), Options::default()).unwrap();
+            let log = Log::open(dir.path(), Options::default()).unwrap();
+            let report = log.recovery_report().clone();
             assert_eq!(log.len(), 5);
             assert_eq!(report.indexes_rebuilt, vec![idx]);
         }
@@ -382,7 +386,7 @@ mod unfinished_seal {
     #[test]
     fn a_segment_whose_seal_never_finished_is_cut_as_a_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let (log, _) = Log::open(dir.path(), opts()).unwrap();
+        let log = Log::open(dir.path(), opts()).unwrap();
         for i in 0..200u32 {
             log.append(&[i as u8; 100]).unwrap();
         }
@@ -405,7 +409,8 @@ mod unfinished_seal {
         b[at..len].fill(0);
         std::fs::write(second, &b).unwrap();
 
-        let (log, report) = Log::open(dir.path(), opts()).expect("a torn tail is cut, not refused");
+        let log = Log::open(dir.path(), opts()).expect("a torn tail is cut, not refused");
+        let report = log.recovery_report().clone();
         let cut = report.cut.expect("the cut is reported");
         assert_eq!(cut.class, DamageClass::TornTail);
         assert_eq!(cut.first_lost_seq, base + 5);
@@ -432,7 +437,7 @@ mod zeroed_tail {
 
     /// Writes 10 records of 100 bytes (128 bytes each on disk, the first at offset 64) and closes.
     fn write(dir: &std::path::Path) -> std::path::PathBuf {
-        let (log, _) = Log::open(dir, opts()).unwrap();
+        let log = Log::open(dir, opts()).unwrap();
         for i in 0..10u8 {
             log.append(&[i + 1; 100]).unwrap();
         }
@@ -460,7 +465,8 @@ mod zeroed_tail {
             assert_eq!((&c.path, c.offset, c.seq), (&seg, at as u64, Some(7)));
         }
 
-        let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+        let log = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+        let report = log.recovery_report().clone();
         assert_eq!(log.len(), 7);
         let cut = report.cut.expect("the lost records are reported");
         assert_eq!(cut.class, DamageClass::Corruption);
@@ -485,7 +491,8 @@ mod zeroed_tail {
         assert_eq!(e.corruption().unwrap().offset, at);
         let e = Log::open(dir.path(), opts()).unwrap_err();
         assert_eq!(e.corruption().unwrap().offset, at);
-        let (log, report) = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+        let log = Log::open(dir.path(), opts().recovery(RecoveryMode::Salvage)).unwrap();
+        let report = log.recovery_report().clone();
         assert_eq!(log.len(), 9);
         assert_eq!(report.cut.expect("reported").first_lost_seq, 9);
     }

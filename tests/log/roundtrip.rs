@@ -17,7 +17,8 @@ fn a_million_mixed_records_round_trip_across_many_segments() {
     let path = dir.path().join("log");
     let n = 1_000_000u64;
     {
-        let (log, report) = Log::open(&path, small_segments()).unwrap();
+        let log = Log::open(&path, small_segments()).unwrap();
+        let report = log.recovery_report().clone();
         assert!(report.created);
         for seq in 0..n {
             assert_eq!(log.append(&payload(seq)).unwrap(), seq);
@@ -32,7 +33,8 @@ fn a_million_mixed_records_round_trip_across_many_segments() {
     }
     let segments = common::segments(&path);
     assert!(segments.len() > 20, "only {} segments", segments.len());
-    let (log, report) = Log::open(&path, small_segments()).unwrap();
+    let log = Log::open(&path, small_segments()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(report.clean, "{report:?}");
     assert_eq!(report.events, n);
     assert!(report.cut.is_none());
@@ -57,7 +59,7 @@ fn a_million_mixed_records_round_trip_across_many_segments() {
 #[test]
 fn payloads_are_sixteen_byte_aligned_in_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+    let log = Log::open(dir.path(), Options::default()).unwrap();
     for len in 0..100usize {
         log.append(&vec![len as u8; len]).unwrap();
     }
@@ -72,14 +74,15 @@ fn payloads_are_sixteen_byte_aligned_in_memory() {
 #[test]
 fn batches_get_consecutive_seqs_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), small_segments()).unwrap();
+    let log = Log::open(dir.path(), small_segments()).unwrap();
     let batch: Vec<Vec<u8>> = (0..1000).map(payload).collect();
     assert_eq!(log.append_batch(&batch).unwrap(), 0..1000);
     let batch: Vec<Vec<u8>> = (1000..1500).map(payload).collect();
     assert_eq!(log.append_batch(&batch).unwrap(), 1000..1500);
     assert_eq!(log.append_batch::<&[u8]>(&[]).unwrap(), 1500..1500);
     drop(log);
-    let (log, report) = Log::open(dir.path(), small_segments()).unwrap();
+    let log = Log::open(dir.path(), small_segments()).unwrap();
+    let report = log.recovery_report().clone();
     assert!(report.clean);
     assert_eq!(log.len(), 1500);
     let reader = log.reader();
@@ -94,7 +97,7 @@ fn batches_get_consecutive_seqs_and_survive_reopen() {
 fn an_oversized_event_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options::default().max_event_size(1000);
-    let (log, _) = Log::open(dir.path(), opts).unwrap();
+    let log = Log::open(dir.path(), opts).unwrap();
     log.append(b"first").unwrap();
     let err = log.append(&vec![0u8; 1001]).unwrap_err();
     match &err {
@@ -119,7 +122,7 @@ fn an_oversized_event_is_refused_and_nothing_is_written() {
 #[test]
 fn get_beyond_the_end_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+    let log = Log::open(dir.path(), Options::default()).unwrap();
     log.append(b"x").unwrap();
     let reader = log.reader();
     assert!(matches!(
@@ -139,7 +142,7 @@ fn every_durability_mode_round_trips() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let opts = small_segments().durability(durability);
-        let (log, _) = Log::open(dir.path(), opts.clone()).unwrap();
+        let log = Log::open(dir.path(), opts.clone()).unwrap();
         for seq in 0..200 {
             log.append(&payload(seq)).unwrap();
         }
@@ -147,7 +150,8 @@ fn every_durability_mode_round_trips() {
             assert_eq!(log.synced_len(), 200);
         }
         log.close().unwrap();
-        let (log, report) = Log::open(dir.path(), opts).unwrap();
+        let log = Log::open(dir.path(), opts).unwrap();
+        let report = log.recovery_report().clone();
         assert!(report.clean);
         assert_eq!(log.len(), 200);
     }
@@ -169,7 +173,7 @@ fn files_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a").join("log");
-    let (log, _) = Log::open(&path, Options::default()).unwrap();
+    let log = Log::open(&path, Options::default()).unwrap();
     log.append(b"secret").unwrap();
     log.close().unwrap();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;

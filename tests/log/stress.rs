@@ -61,7 +61,7 @@ fn eight_threads_append_sync_and_read_one_log() {
     let opts = Options::default()
         .segment_size(64 << 10)
         .preallocate(16 << 10);
-    let (log, _) = Log::open(dir.path(), opts).unwrap();
+    let log = Log::open(dir.path(), opts).unwrap();
     let log = Arc::new(log);
     let stop = Arc::new(AtomicBool::new(false));
     // Every acknowledged append: (seq, thread, counter, len).
@@ -249,7 +249,7 @@ fn a_reader_in_another_process_during_writes() {
     let opts = Options::default()
         .segment_size(32 << 10)
         .preallocate(4 << 10);
-    let (log, _) = Log::open(dir.path(), opts).unwrap();
+    let log = Log::open(dir.path(), opts).unwrap();
     let mut rng = Rng(common::seed(0x9e4d));
     let mut counter = 0;
     while counter < target {

@@ -37,7 +37,7 @@ fn run(dir: &std::path::Path, cut_after: u64) -> BTreeMap<u64, Vec<u8>> {
         .segment_size(8 << 10)
         .preallocate(2 << 10)
         .storage(sim.clone());
-    let (log, _) = Log::open(dir, opts).unwrap();
+    let log = Log::open(dir, opts).unwrap();
     let log = Arc::new(log);
     let caller_lock = Arc::new(Mutex::new(()));
     let acked = Arc::new(Mutex::new(BTreeMap::new()));
@@ -104,7 +104,8 @@ fn every_acknowledged_record_survives_a_power_loss() {
         let cut_after = rng.range(150, 600);
         let acked = run(dir.path(), cut_after);
         assert!(acked.len() as u64 >= cut_after, "round {round}");
-        let (log, report) = Log::open(dir.path(), Options::default()).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
+        let report = log.recovery_report().clone();
         let reader: LogReader = log.reader();
         let last = *acked.keys().next_back().unwrap();
         assert!(

@@ -229,7 +229,8 @@ fn seen(dir: &Path) -> Seen {
 
 /// What an opened writer holds.
 fn opened(dir: &Path) -> (String, String, String, Option<i64>, usize) {
-    let (s, report) = Session::open(dir, options()).unwrap();
+    let s = Session::open(dir, options()).unwrap();
+    let report = s.open_report().clone();
     let out = (
         s.state().to_string(),
         format!("{:?}", s.open_work()),
@@ -289,7 +290,7 @@ proptest! {
 
         // A tail after the checkpoint (no clean close: the checkpoint is not brought up to
         // date, but seals may have written newer ones).
-        let (s, _) = Session::open(&dir, options()).unwrap();
+        let s = Session::open(&dir, options()).unwrap();
         g.s = Some(s);
         for a in tail.iter().filter(|a| !matches!(a, Act::Reopen)) {
             g.run(a);
@@ -349,7 +350,7 @@ fn a_missing_checkpoint_is_rebuilt_by_the_next_close() {
     let r = SessionReader::open(&dir).unwrap();
     assert_eq!(r.verify_checkpoint().unwrap(), CheckpointCheck::Missing);
     let _ = seen(&dir);
-    let (s, _) = Session::open(&dir, options()).unwrap();
+    let s = Session::open(&dir, options()).unwrap();
     s.close().unwrap();
     assert_eq!(covers(&dir), n);
     assert_eq!(
@@ -385,7 +386,7 @@ fn a_damaged_checkpoint_is_ignored_and_rebuilt() {
         // Readers are not bothered: the same results as a full replay.
         assert_eq!(seen(&dir), full, "byte {at}");
         // A writer opens, and its close writes a good one.
-        let (s, _) = Session::open(&dir, options()).unwrap();
+        let s = Session::open(&dir, options()).unwrap();
         s.close().unwrap();
         assert_eq!(
             r.verify_checkpoint().unwrap(),
@@ -444,7 +445,8 @@ fn a_log_cut_after_the_checkpoint_makes_it_stale() {
         log: options().log.recovery(RecoveryMode::Salvage),
         ..options()
     };
-    let (s, report) = Session::open(&dir, salvage.clone()).unwrap();
+    let s = Session::open(&dir, salvage.clone()).unwrap();
+    let report = s.open_report().clone();
     assert!(report.log.cut.is_some(), "the cut is reported");
     assert_eq!(s.len(), n - 1);
     match s.reader().verify_checkpoint().unwrap() {
@@ -472,7 +474,7 @@ fn a_log_cut_after_the_checkpoint_makes_it_stale() {
     std::fs::remove_file(checkpoint(&dir)).unwrap();
     assert_eq!(with, seen(&dir));
     std::fs::write(checkpoint(&dir), saved).unwrap();
-    let (s, _) = Session::open(&dir, salvage).unwrap();
+    let s = Session::open(&dir, salvage).unwrap();
     assert_eq!(
         (s.state(), s.open_work()),
         (state.0, state.1),
@@ -515,7 +517,7 @@ fn a_crash_before_the_rename_leaves_the_old_checkpoint() {
     let old = std::fs::read(checkpoint(&dir)).unwrap();
     // More events, then what a crashed close leaves: a complete temporary file (here a copy of
     // garbage of the right length) that was never renamed.
-    let (s, _) = Session::open(&dir, options()).unwrap();
+    let s = Session::open(&dir, options()).unwrap();
     append(&s, r#"{"type":"sandbox/event","data":{"kind":"x"}}"#);
     drop(s);
     let tmp = dir.join(format!(
@@ -526,7 +528,7 @@ fn a_crash_before_the_rename_leaves_the_old_checkpoint() {
     assert_eq!(std::fs::read(checkpoint(&dir)).unwrap(), old);
     assert_eq!(covers(&dir), n);
     assert_same_as_full_replay(&dir);
-    let (s, _) = Session::open(&dir, options()).unwrap();
+    let s = Session::open(&dir, options()).unwrap();
     assert!(!tmp.exists(), "the writer removes what a crash left");
     assert_eq!(s.len(), n + 1);
     s.close().unwrap();

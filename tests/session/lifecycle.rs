@@ -339,7 +339,8 @@ fn close_appends_the_closers_and_the_session_goes_on() {
             std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
         }
     }
-    let (s, report) = Session::open(&copy, SessionOptions::default()).unwrap();
+    let s = Session::open(&copy, SessionOptions::default()).unwrap();
+    let report = s.open_report().clone();
     assert!(!report.log.clean);
     assert_eq!(report.state, TurnState::AwaitUserConfirm);
     assert_eq!(report.open_work.turn.map(|t| t.0), Some(1));
@@ -411,7 +412,8 @@ fn state_survives_reopen() {
         s.append_draft(d(json)).unwrap();
     }
     s.close().unwrap();
-    let (s, report) = Session::open(&path, SessionOptions::default()).unwrap();
+    let s = Session::open(&path, SessionOptions::default()).unwrap();
+    let report = s.open_report().clone();
     assert!(report.log.clean);
     assert!(report.violations.is_empty());
     assert_eq!(s.state(), TurnState::Inferring);

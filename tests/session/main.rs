@@ -6,5 +6,6 @@ mod append_copies;
 mod checkpoint;
 mod checkpoint_views;
 mod lifecycle;
+mod open_report;
 mod regressions;
 mod replay;

@@ -110,7 +110,7 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
         strip_header(&export(&store, &fork_after.id)),
         strip_header(&fork_export)
     );
-    let (child, _) = store.open_session(&fork_after.id).unwrap();
+    let child = store.open_session(&fork_after.id).unwrap();
     let next = child.lifecycle().next_turn();
     child
         .append_draft(
@@ -140,7 +140,7 @@ fn an_unarchived_session_takes_appends_after_its_compressed_segments() {
     assert!(cold.iter().all(|s| is_cold(s)));
     // Archived: no appends.
     {
-        let (session, _) = store.open_session(&id).unwrap();
+        let session = store.open_session(&id).unwrap();
         let draft = parse_draft_line(r#"{"type":"turn/start","data":{"turn":99}}"#).unwrap();
         assert!(matches!(
             session.append_draft(draft),
@@ -149,7 +149,7 @@ fn an_unarchived_session_takes_appends_after_its_compressed_segments() {
         session.close().unwrap();
     }
     store.unarchive(&id).unwrap();
-    let (session, _) = store.open_session(&id).unwrap();
+    let session = store.open_session(&id).unwrap();
     let before = session.len();
     let next = session.lifecycle().next_turn();
     session

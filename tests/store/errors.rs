@@ -48,7 +48,7 @@ fn an_import_refusal_names_its_line_and_keeps_the_refusal_typed() {
 #[test]
 fn the_corruption_is_the_source_of_a_damage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = Log::open(dir.path(), Options::default()).unwrap();
+    let log = Log::open(dir.path(), Options::default()).unwrap();
     for i in 0..10u64 {
         log.append(format!("record number {i} with some text").as_bytes())
             .unwrap();

@@ -70,7 +70,8 @@ fn a_fork_at_every_turn_boundary_holds_the_parents_first_lines() {
         assert_eq!(info.parent_session.as_deref(), Some(parent.as_str()));
         assert_eq!(info.seed_length, Some(report.events));
         // The child takes appends; the parent does not change.
-        let (child, open) = store.open_session(&report.id).unwrap();
+        let child = store.open_session(&report.id).unwrap();
+        let open = child.open_report().clone();
         assert!(open.violations.is_empty(), "{:?}", open.violations);
         let next = child.lifecycle().next_turn();
         child
@@ -203,7 +204,7 @@ fn sealed_segments_are_shared_and_copied_before_a_change() {
         keep_raw_chunks: true,
         ..Default::default()
     };
-    let (child, _) = agentlog::session::Session::open(dir.path().join("sessions/c"), opts).unwrap();
+    let child = agentlog::session::Session::open(dir.path().join("sessions/c"), opts).unwrap();
     assert!(child.len() < 333);
     drop(child);
     // The parent's file is a different one now, untouched by the salvage's truncation.

@@ -45,7 +45,8 @@ fn the_examples_import_export_and_derive_exactly() {
             "{name}: derive differs\n{derived}"
         );
         // The writer's incremental projection after opening agrees.
-        let (session, report) = store.open_session(&id).unwrap();
+        let session = store.open_session(&id).unwrap();
+        let report = session.open_report().clone();
         assert!(
             report.violations.is_empty(),
             "{name}: {:?}",
@@ -202,14 +203,14 @@ fn archive_unarchive_delete_and_gc() {
     drop(s);
     store.archive("a").unwrap();
     assert_eq!(store.info("a").unwrap().state, SessionState::Archived);
-    let (s, _) = store.open_session("a").unwrap();
+    let s = store.open_session("a").unwrap();
     let err = s
         .append_draft(parse_draft_line(r#"{"type":"error","data":{"message":"x"}}"#).unwrap())
         .unwrap_err();
     assert!(matches!(err, Error::Archived(_)), "{err}");
     drop(s);
     store.unarchive("a").unwrap();
-    let (s, _) = store.open_session("a").unwrap();
+    let s = store.open_session("a").unwrap();
     s.append_draft(parse_draft_line(r#"{"type":"error","data":{"message":"x"}}"#).unwrap())
         .unwrap();
     drop(s);

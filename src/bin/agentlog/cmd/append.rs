@@ -52,7 +52,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     // A longer line cannot hold an event of the maximum size however escaped: refused after
     // reading that much, so an endless line (a binary file, /dev/zero) never fills memory.
     let max_line = agentlog::event::max_line_for(options.log.max_event_size);
-    let (session, report) = Session::open(&target.dir, options).map_err(|e| target.error(e))?;
+    let session = Session::open(&target.dir, options).map_err(|e| target.error(e))?;
+    let report = session.open_report().clone();
     if let Some(cut) = &report.log.cut {
         eprintln!(
             "note: session {} was not closed cleanly; opening it cut {} bytes from seq {} ({})",

@@ -50,7 +50,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     })?;
     let target = ctx.resolve(&args.session)?;
     let options = target.options()?;
-    let (session, _) = Session::open(&target.dir, options).map_err(|e| target.error(e))?;
+    let session = Session::open(&target.dir, options).map_err(|e| target.error(e))?;
     let seqs = session
         .close_open_work(reason)
         .map_err(|e| target.error(e))?;

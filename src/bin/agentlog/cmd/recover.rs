@@ -110,7 +110,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             )?;
         }
     }
-    let (session, report) = Session::open(&target.dir, options).map_err(|e| match e {
+    let session = Session::open(&target.dir, options).map_err(|e| match e {
         agentlog::Error::Log(log::Error::Corrupt(c)) if !args.salvage => anyhow!(
             "session {} is damaged where a crash cannot explain it: {c}; nothing was changed. \
              `agentlog recover --salvage {}` keeps every valid event before the damage and \
@@ -120,6 +120,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         ),
         other => target.error(other),
     })?;
+    let report = session.open_report();
     if args.json {
         let turn = report.open_work.turn.map(|(t, _)| t);
         print_json(&object(vec![
@@ -279,7 +280,7 @@ fn recover_log_only(
         .clone()
         .payload_schema(PAYLOAD_SCHEMA)
         .create(false);
-    let (log, report) = Log::open(&target.dir, log_options).map_err(|e| match e {
+    let log = Log::open(&target.dir, log_options).map_err(|e| match e {
         log::Error::Corrupt(c) => anyhow!(
             "session {}: {} is damaged ({reason}), and its log is damaged where a crash cannot \
              explain it: {c}; nothing was changed. `agentlog recover --salvage {}` keeps every \
@@ -290,9 +291,10 @@ fn recover_log_only(
         ),
         other => target.error(other.into()),
     })?;
+    let report = log.recovery_report();
     // With --json the error below is the whole answer (stdout stays empty).
     if !json {
-        print_log_report(&target.label, &report, &[], p)?;
+        print_log_report(&target.label, report, &[], p)?;
         outln!("  {} event(s) in the log", report.events)?;
     }
     // The time of the first event: a creation time for the session.json to write.

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use agentlog::event::{decode_event, ArchivedEvent, Value};
+use agentlog::event::archived::ArchivedEvent;
+use agentlog::event::{decode_event, Value};
 use agentlog::session::{SearchStats, SessionReader, SessionState};
 use agentlog::store::Query;
 

@@ -400,7 +400,10 @@ fn survey(reader: &SessionReader, target: &Target) -> Result<Known> {
     })
 }
 
-pub(crate) fn decode(event: &agentlog::event::ArchivedEvent, target: &Target) -> Result<Event> {
+pub(crate) fn decode(
+    event: &agentlog::event::archived::ArchivedEvent,
+    target: &Target,
+) -> Result<Event> {
     decode_event(event).map_err(|source| {
         target.error(agentlog::Error::Archive {
             seq: Some(event.seq()),
