@@ -464,7 +464,7 @@ impl Session {
         let v = self.with(py, |s| {
             let messages = match at {
                 None => s.messages(),
-                Some(n) => s.reader().derive_at(n)?,
+                Some(n) => s.reader().messages_at(n)?,
             };
             Ok(render(format, &messages))
         })?;
@@ -661,7 +661,7 @@ impl Reader {
         let format = format_of(format)?;
         let r = self.fresh(py)?;
         let v = detached(py, || {
-            let messages = r.derive_at(at.unwrap_or(r.len()).min(r.len()))?;
+            let messages = r.messages_at(at.unwrap_or(r.len()).min(r.len()))?;
             Ok(render(format, &messages))
         })?;
         value_out(py, &v)

@@ -1,7 +1,7 @@
 //! The lifecycle rules of docs/events.md §6, checked on every append and on import, and the turn
 //! state of §7, derived from the same bookkeeping.
 //!
-//! How a `tool/result` finds its call (the same in the projection, `crate::project`):
+//! How a `tool/result` finds its call (the same in the projection, `crate::projection`):
 //!
 //! - A result answers one `tool/call` of its own turn, and a call is answered at most once.
 //! - `data.callId`, when present, names the call: the earliest *unanswered* call of the turn with

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::event::{access_event, decode_event, ArchivedEvent, Event, JsonlWriter};
 use crate::log::LogReader;
-use crate::project::Messages;
+use crate::projection::Messages;
 
 use super::facts::Facts;
 use super::lifecycle::{Lifecycle, LifecycleError};
@@ -195,9 +195,9 @@ impl SessionReader {
         Ok(d.stats.lifecycle().clone())
     }
 
-    /// The model-visible history when the log held `n` events (`derive_at(n)`): from the newest
-    /// valid checkpoint covering at most `n` events, replaying only the events after it.
-    pub fn derive_at(&self, n: u64) -> Result<Messages> {
+    /// The model-visible history when the log held `n` events: from the newest valid
+    /// checkpoint covering at most `n` events, replaying only the events after it.
+    pub fn messages_at(&self, n: u64) -> Result<Messages> {
         let n = n.min(self.len());
         let d = self.derived_at(n, true)?;
         match d.projection_error {
@@ -207,8 +207,20 @@ impl SessionReader {
     }
 
     /// The model-visible history after every event this reader sees.
+    pub fn messages(&self) -> Result<Messages> {
+        self.messages_at(self.len())
+    }
+
+    /// The former name of [`SessionReader::messages_at`].
+    #[deprecated(note = "renamed: use `SessionReader::messages_at`")]
+    pub fn derive_at(&self, n: u64) -> Result<Messages> {
+        self.messages_at(n)
+    }
+
+    /// The former name of [`SessionReader::messages`].
+    #[deprecated(note = "renamed: use `SessionReader::messages`")]
     pub fn derive_messages(&self) -> Result<Messages> {
-        self.derive_at(self.len())
+        self.messages()
     }
 
     /// Writes the session as canonical JSONL (docs/events.md §4), with the header line first when

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::event::{decode_event, ArchivedEventData, EventType, ToolContent};
-use crate::project::Projector;
+use crate::projection::Projector;
 
 use super::reader::SessionReader;
 

@@ -14,7 +14,7 @@ use crate::event::{
     ToolResult, TurnEnd, TurnEndReason,
 };
 use crate::log::{self, Durability, Log, RecoveryReport};
-use crate::project::{Messages, Projector};
+use crate::projection::{Messages, Projector};
 
 use super::facts::Facts;
 use super::id::validate_id;
@@ -314,6 +314,12 @@ impl Session {
     /// The model-visible history now: an immutable snapshot, O(1) to take.
     pub fn messages(&self) -> Messages {
         lock(&self.inner).projector.messages()
+    }
+
+    /// The model-visible history when the log held `n` events
+    /// ([`SessionReader::messages_at`]: from the newest checkpoint covering at most `n` events).
+    pub fn messages_at(&self, n: u64) -> Result<Messages> {
+        self.reader().messages_at(n)
     }
 
     /// A reader of this session that sees appends as they happen.
@@ -812,10 +818,16 @@ impl Session {
 
 /// A projection refusal as a lifecycle error (the rule "surfaceOp valid against the surface", or
 /// an unresolvable tool result).
-fn surface_error(lifecycle: &Lifecycle, event: &Event, e: crate::project::ProjectError) -> Error {
+fn surface_error(
+    lifecycle: &Lifecycle,
+    event: &Event,
+    e: crate::projection::ProjectError,
+) -> Error {
     let rule = match e {
-        crate::project::ProjectError::UnresolvedToolResult { .. } => super::Rule::ResultAnswersCall,
-        crate::project::ProjectError::AlreadyAnswered { .. } => super::Rule::AnsweredOnce,
+        crate::projection::ProjectError::UnresolvedToolResult { .. } => {
+            super::Rule::ResultAnswersCall
+        }
+        crate::projection::ProjectError::AlreadyAnswered { .. } => super::Rule::AnsweredOnce,
         _ => super::Rule::SurfaceOpValid,
     };
     Error::Lifecycle(Box::new(LifecycleError {

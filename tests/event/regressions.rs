@@ -52,7 +52,7 @@ mod tool_result_error_verbatim {
                 "{error}"
             );
             // The projection does not show the error, whatever its shape.
-            assert_eq!(reader.derive_messages().unwrap().len(), 1);
+            assert_eq!(reader.messages().unwrap().len(), 1);
         }
     }
 

@@ -216,7 +216,7 @@ mod session_group_commit {
 mod source_names_no_call {
     use testkit::session as session_common;
 
-    use agentlog::project::Projector;
+    use agentlog::projection::Projector;
     use agentlog::session::Rule;
     use session_common::{d, session, T};
 

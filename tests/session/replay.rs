@@ -63,7 +63,7 @@ fn dry_run_shows_steps_histories_and_recorded_calls() {
     }
     // The history a step saw is the projection when it started: it grows over the session.
     let first = &report.steps[0];
-    let expected = reader.derive_at(first.seq).unwrap();
+    let expected = reader.messages_at(first.seq).unwrap();
     assert_eq!(first.history_messages, expected.len());
     assert_eq!(
         first.history_bytes as usize,
@@ -75,7 +75,7 @@ fn dry_run_shows_steps_histories_and_recorded_calls() {
     let last = report.steps.last().unwrap();
     assert_eq!(
         last.history_messages,
-        reader.derive_at(last.seq).unwrap().len()
+        reader.messages_at(last.seq).unwrap().len()
     );
     assert!(last.history_bytes > first.history_bytes);
 }

@@ -58,7 +58,7 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
     assert!(segments(&dir).len() >= 4, "{:?}", segments(&dir));
     let exported = export(&store, &id);
     let stats = store.reader(&id).unwrap().stats().unwrap();
-    let messages = store.reader(&id).unwrap().derive_messages().unwrap();
+    let messages = store.reader(&id).unwrap().messages().unwrap();
     let query = Query::new().event_type("tool/*");
     let found = search(&store, &query);
     assert!(!found.is_empty());
@@ -82,7 +82,7 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
     );
     cold_stats.bytes = stats.bytes;
     assert_eq!(cold_stats, stats);
-    assert_eq!(reader.derive_messages().unwrap(), messages);
+    assert_eq!(reader.messages().unwrap(), messages);
     let mut after = search(&store, &query);
     after.retain(|(i, _, _)| *i == id);
     let mut expected = found.clone();

@@ -333,7 +333,7 @@ fn check(target: &Target) -> Result<Checked> {
                     Ok(_) => {}
                     Err(e) => problems.push(format!("checkpoint: {e}")),
                 }
-                if let Err(e) = reader.derive_at(n) {
+                if let Err(e) = reader.messages_at(n) {
                     problems.push(format!("projection: {e}"));
                 }
             }
