@@ -325,7 +325,7 @@ pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let cursor = Cursor::load(&cursor_path(store, stream, &id)?)?.unwrap_or_default();
-        let local = store.reader(&id).ok().map(|r| r.len());
+        let local = store.open_reader(&id).ok().map(|r| r.len());
         out.push(ShipStatus {
             id,
             shipped: cursor.shipped,
@@ -1102,7 +1102,7 @@ impl Restorer<'_> {
         self.states.insert(local.to_string(), meta.state);
         let i = self.report_index(local);
         if self.reports[i].len == 0 {
-            self.reports[i].len = store.reader(local).map(|r| r.len()).unwrap_or(0);
+            self.reports[i].len = store.open_reader(local).map(|r| r.len()).unwrap_or(0);
         }
         Ok(())
     }

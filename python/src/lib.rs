@@ -172,7 +172,7 @@ impl Store {
     /// Opens session `id` for reading: any number of readers, in any process, also while a
     /// writer appends.
     fn reader(&self, py: Python<'_>, id: &str) -> PyResult<Reader> {
-        let r = detached(py, || self.store.reader(id))?;
+        let r = detached(py, || self.store.open_reader(id))?;
         Ok(Reader::new(r))
     }
 
@@ -316,7 +316,7 @@ impl Store {
     #[pyo3(signature = (id=None))]
     fn stats<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let v = detached(py, || match id {
-            Some(id) => Ok(self.store.reader(id)?.stats()?.to_json()),
+            Some(id) => Ok(self.store.open_reader(id)?.stats()?.to_json()),
             None => Ok(self.store.stats()?.to_json()),
         })?;
         value_out(py, &v)

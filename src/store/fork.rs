@@ -57,7 +57,7 @@ impl Store {
     /// Creates session `id` (a new id when `None`) holding the first events of session `parent`
     /// up to `at`. Returns its id. Works while a writer appends to the parent.
     pub fn fork(&self, parent: &str, at: ForkPoint, id: Option<String>) -> Result<ForkReport> {
-        self.fork_from(&self.reader(parent)?, at, id)
+        self.fork_from(&self.open_reader(parent)?, at, id)
     }
 
     /// Like [`Store::fork`], from a session opened for reading (it may live in another store or

@@ -320,9 +320,16 @@ impl Store {
         Session::open(dir, self.config.session_options())
     }
 
-    /// Opens session `id` for reading (works while a writer appends).
-    pub fn reader(&self, id: &str) -> Result<SessionReader> {
+    /// Opens session `id` for reading (works while a writer appends): the reading counterpart
+    /// of [`Store::open_session`].
+    pub fn open_reader(&self, id: &str) -> Result<SessionReader> {
         SessionReader::open(self.existing_dir(id)?)
+    }
+
+    /// The former name of [`Store::open_reader`].
+    #[deprecated(note = "renamed: use `Store::open_reader`")]
+    pub fn reader(&self, id: &str) -> Result<SessionReader> {
+        self.open_reader(id)
     }
 
     /// The ids of the sessions (deleted ones too when `deleted`), sorted. A session whose
@@ -367,7 +374,7 @@ impl Store {
 
     /// What is known of session `id` (metadata, events, bytes, last event time).
     pub fn info(&self, id: &str) -> Result<SessionInfo> {
-        let r = self.reader(id)?;
+        let r = self.open_reader(id)?;
         let m = r.meta();
         Ok(SessionInfo {
             // The folder's name: the id the session is opened by, even if its session.json

@@ -171,7 +171,7 @@ fn tombstone(mut e: Event, turn: Option<u64>, step: Option<u64>) -> Event {
 impl Store {
     /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order.
     pub fn scan_secrets(&self, id: &str, redactor: &Redactor) -> Result<Vec<SecretFinding>> {
-        let reader = self.reader(id)?;
+        let reader = self.open_reader(id)?;
         let mut out: Vec<SecretFinding> = redactor
             .scan_meta(reader.meta())
             .into_iter()
@@ -269,7 +269,7 @@ impl Store {
     /// purge would leave the log invalid (a result whose call was purged, a later replace naming
     /// a purged message): nothing changes then.
     pub fn purge(&self, id: &str, range: PurgeRange) -> Result<Vec<RewriteReport>> {
-        let reader = self.reader(id)?;
+        let reader = self.open_reader(id)?;
         let (a, b) = match range {
             PurgeRange::Seqs(a, b) => {
                 if a > b || b >= reader.len() {
@@ -316,7 +316,7 @@ impl Store {
         // found before anything is rewritten.
         let mut others = Vec::new();
         for other in self.sharing_files(id)? {
-            let theirs = self.reader(&other)?;
+            let theirs = self.open_reader(&other)?;
             let mut common = 0u64;
             for (x, y) in reader.events().zip(theirs.events()) {
                 let (x, y) = (x?, y?);

@@ -81,7 +81,7 @@ impl Store {
             if remaining == Some(0) {
                 break;
             }
-            let reader = match self.reader(id) {
+            let reader = match self.open_reader(id) {
                 Ok(r) => r,
                 Err(e) => {
                     on_error(id, e)?;
@@ -118,7 +118,7 @@ impl Store {
     {
         let mut all = StoreStats::default();
         for id in self.ids(false)? {
-            match self.reader(&id).and_then(|r| r.stats()) {
+            match self.open_reader(&id).and_then(|r| r.stats()) {
                 Ok(stats) => {
                     all.total.merge(&stats);
                     all.sessions += 1;

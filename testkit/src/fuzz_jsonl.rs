@@ -49,7 +49,7 @@ pub fn jsonl_import(data: &[u8]) {
     match store.import(data, options, |_| {}) {
         Ok(report) => {
             assert!(all_ok, "the store imported a file the reader refused");
-            let reader = store.reader(&report.id).expect("imported session");
+            let reader = store.open_reader(&report.id).expect("imported session");
             // The import's id replaces the header's, so compare the events.
             let mut out = Vec::new();
             reader.export(&mut out, false, |_| {}).expect("export");

@@ -547,7 +547,7 @@ impl Corpus {
 pub fn export(store: &Store, id: &str) -> Exported {
     let mut out = Vec::new();
     store
-        .reader(id)
+        .open_reader(id)
         .unwrap()
         .export(&mut out, false, |_| {})
         .unwrap();

@@ -197,7 +197,7 @@ mod header_nulls {
     fn export(store: &Store, id: &str) -> String {
         let mut out = Vec::new();
         store
-            .reader(id)
+            .open_reader(id)
             .unwrap()
             .export(&mut out, true, |_| {})
             .unwrap();
@@ -366,7 +366,7 @@ mod header_nulls {
             .update_meta(|m| m.config = Some(Value::Bool(true)))
             .unwrap();
         session.close().unwrap();
-        let meta = store.reader("a1").unwrap().meta().clone();
+        let meta = store.open_reader("a1").unwrap().meta().clone();
         assert_eq!(meta.config, Some(Value::Bool(true)));
         assert_eq!(meta.title, Opt::Null);
         assert!(export(&store, "a1").starts_with(&text));
@@ -416,7 +416,7 @@ mod header_nulls {
         assert_eq!(info.seed_length, Some(1));
         assert_eq!(info.created_at, 5);
         assert_eq!(export(&store, "old"), file(expected_header));
-        let meta = store.reader("old").unwrap().meta().clone();
+        let meta = store.open_reader("old").unwrap().meta().clone();
         assert_eq!(meta.config.unwrap().to_string(), r#"{"model":"m"}"#);
 
         // The command line reads it too.

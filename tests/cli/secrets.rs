@@ -260,7 +260,7 @@ fn whole_export(root: &Path) -> String {
     let report = agentlog::log::verify(&dir).unwrap();
     assert!(report.is_clean(), "{report:?}");
     let store = Store::open(root).unwrap();
-    let r = store.reader("s").unwrap();
+    let r = store.open_reader("s").unwrap();
     let (_, violations) = r.lifecycle_at(r.len()).unwrap();
     assert!(violations.is_empty(), "{violations:?}");
     let mut out = Vec::new();

@@ -122,7 +122,7 @@ fn library_appends_are_redacted_before_disk() {
     .unwrap();
     s.close().unwrap();
     assert_gone(&root, &secrets);
-    let r = store.reader("s1").unwrap();
+    let r = store.open_reader("s1").unwrap();
     let mut recorded = 0;
     for seq in 0..r.len() {
         let e = r.get_owned(seq).unwrap();
@@ -146,7 +146,7 @@ fn library_appends_are_redacted_before_disk() {
         .unwrap();
     let mut again = Vec::new();
     plain
-        .reader("s1")
+        .open_reader("s1")
         .unwrap()
         .export(&mut again, true, |_| {})
         .unwrap();
@@ -201,7 +201,7 @@ fn import_redacts_events_and_header() {
         std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let r = store.reader("imp").unwrap();
+    let r = store.open_reader("imp").unwrap();
     let title = r.meta().title.present().unwrap().clone();
     assert!(title.contains("[HASH:"), "{title}");
     let mut out = Vec::new();
@@ -265,7 +265,7 @@ fn the_importers_redact() {
     assert_eq!(summary.created.len(), 2, "{summary:?}");
     assert_gone(&root, &secrets);
     for id in &summary.created {
-        let r = store.reader(id).unwrap();
+        let r = store.open_reader(id).unwrap();
         let n = (0..r.len())
             .filter(|&s| r.get_owned(s).unwrap().extra.contains_key(REDACTED_MEMBER))
             .count();

@@ -41,7 +41,7 @@ mod tool_result_error_verbatim {
                 .import(file.as_bytes(), ImportOptions::default(), |_| {})
                 .unwrap_or_else(|e| panic!("{error}: {e}"))
                 .id;
-            let reader = store.reader(&id).unwrap();
+            let reader = store.open_reader(&id).unwrap();
             let mut out = Vec::new();
             reader.export(&mut out, false, |_| {}).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file, "{error}");
@@ -144,7 +144,7 @@ mod turn_end_error_message {
                 .id;
             let mut out = Vec::new();
             store
-                .reader(&id)
+                .open_reader(&id)
                 .unwrap()
                 .export(&mut out, false, |_| {})
                 .unwrap();

@@ -45,7 +45,7 @@ fn import(store: &Store, paths: &[PathBuf], format: Option<Format>) -> Summary {
 }
 
 fn reader(store: &Store, id: &str) -> SessionReader {
-    store.reader(id).unwrap()
+    store.open_reader(id).unwrap()
 }
 
 fn events(r: &SessionReader) -> Vec<Event> {
@@ -685,7 +685,7 @@ fn follow_imports_lines_appended_while_it_runs() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let export = || -> Option<Vec<u8>> {
         let store = Store::open(&store_dir).ok()?;
-        let r = store.reader("claude-s5").ok()?;
+        let r = store.open_reader("claude-s5").ok()?;
         let mut out = Vec::new();
         export_source(&r, &mut out).ok()?;
         Some(out)

@@ -33,7 +33,7 @@ mod repeated_call_ids {
             .import(R7.as_bytes(), ImportOptions::default(), |_| {})
             .unwrap()
             .id;
-        let reader = store.reader(&id).unwrap();
+        let reader = store.open_reader(&id).unwrap();
         let history = reader.messages().unwrap().to_canonical_string();
         assert_eq!(
             history.matches(r#""toolUseId":"call_0""#).count(),
@@ -224,7 +224,7 @@ mod result_answers_earlier_turn {
             .import(R2.as_bytes(), ImportOptions::default(), |_| {})
             .unwrap()
             .id;
-        let report = replay(&store.reader(&id).unwrap(), None).unwrap();
+        let report = replay(&store.open_reader(&id).unwrap(), None).unwrap();
         let calls: Vec<_> = report.steps.iter().flat_map(|s| &s.calls).collect();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].call.seq, 2);

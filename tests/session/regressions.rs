@@ -346,7 +346,7 @@ mod stray_compaction_events {
                 .import(file.as_bytes(), ImportOptions::default(), |_| {})
                 .unwrap_or_else(|e| panic!("{file}: {e}"))
                 .id;
-            let reader = store.reader(&id).unwrap();
+            let reader = store.open_reader(&id).unwrap();
             let mut out = Vec::new();
             reader.export(&mut out, false, |_| {}).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file);

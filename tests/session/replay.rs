@@ -44,7 +44,7 @@ fn dry_run_shows_steps_histories_and_recorded_calls() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let id = import(&store, "tools-and-approvals.jsonl");
-    let reader = store.reader(&id).unwrap();
+    let reader = store.open_reader(&id).unwrap();
     let report = replay(&reader, None).unwrap();
     assert!(!report.ran);
     assert_eq!(report.steps.len(), 33);
@@ -90,7 +90,7 @@ fn run_mode_reports_exactly_the_calls_that_diverge() {
         "tools-and-approvals.jsonl",
     ] {
         let id = import(&store, name);
-        let reader = store.reader(&id).unwrap();
+        let reader = store.open_reader(&id).unwrap();
         let report = replay(&reader, Some(&mut Echo)).unwrap();
         assert!(report.ran);
         assert_eq!(report.divergences, 0, "{name}");

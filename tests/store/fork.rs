@@ -18,7 +18,7 @@ fn example(name: &str) -> Vec<u8> {
 fn export(store: &Store, id: &str) -> Vec<u8> {
     let mut out = Vec::new();
     store
-        .reader(id)
+        .open_reader(id)
         .unwrap()
         .export(&mut out, false, |_| {})
         .unwrap();
@@ -133,7 +133,7 @@ fn forks_of_forks_record_their_lineage() {
     // The header of an exported fork carries its lineage.
     let mut out = Vec::new();
     store
-        .reader("b")
+        .open_reader("b")
         .unwrap()
         .export(&mut out, true, |_| {})
         .unwrap();
