@@ -46,7 +46,7 @@
 //!
 //! // Canonical JSONL out; any process can read while the writer appends.
 //! let mut jsonl = Vec::new();
-//! session.reader().export(&mut jsonl, false, |_| {})?;
+//! session.reader().export(&mut jsonl, agentlog::session::HeaderLine::Omit, |_| {})?;
 //! assert_eq!(String::from_utf8(jsonl)?.lines().count(), 3);
 //! session.close()?;
 //! # Ok(())

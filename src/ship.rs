@@ -34,7 +34,7 @@
 //! let rt = runtime()?;
 //! rt.block_on(async {
 //!     let remote = Remote::connect("nats://127.0.0.1:4222", ShipOptions::default()).await?;
-//!     for id in store.ids(false)? {
+//!     for id in store.ids(agentlog::store::Deleted::Skip)? {
 //!         let report = remote.ship(&store, &id).await?;
 //!         println!("{id}: {} events shipped", report.shipped);
 //!     }
@@ -305,7 +305,7 @@ impl Cursor {
 /// one too).
 pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
     check_stream_name(stream)?;
-    let mut ids: Vec<String> = store.ids(false)?;
+    let mut ids: Vec<String> = store.ids(crate::store::Deleted::Skip)?;
     let dir = store.root().join(SHIP_DIR).join(stream);
     match std::fs::read_dir(&dir) {
         Ok(rd) => {
@@ -661,7 +661,7 @@ impl Remote {
         tokio::pin!(stop);
         loop {
             let ids = match &sessions {
-                Sessions::All => store.ids(true)?,
+                Sessions::All => store.ids(crate::store::Deleted::Include)?,
                 Sessions::Ids(ids) => ids.clone(),
             };
             for id in ids {

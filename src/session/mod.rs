@@ -54,7 +54,7 @@ pub use lifecycle::{CallInfo, Lifecycle, LifecycleError, OpenState, OpenWork, Ru
 pub(crate) use meta::remove_stale_tmp;
 pub use meta::{is_session_dir, MetaRepair, SessionMeta, SessionState, META_FILE, META_TMP_FILE};
 pub use notice::Notice;
-pub use reader::{RecordSize, SessionReader};
+pub use reader::{HeaderLine, RecordSize, SessionReader};
 pub use replay::{
     replay, CallReport, ReplayCall, ReplayReport, StepReport, ToolExecutor, ToolOutput,
 };

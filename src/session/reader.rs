@@ -24,6 +24,15 @@ pub struct RecordSize {
     pub on_disk: u64,
 }
 
+/// Whether [`SessionReader::export`] writes the session's header line before its events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderLine {
+    /// The events only.
+    Omit,
+    /// The header line (docs/events.md §4) first, then the events.
+    Include,
+}
+
 /// A reader of one session: events by seq and in order (zero-copy archived views), the
 /// metadata, and everything derived from the log (lifecycle state, projection).
 #[derive(Debug, Clone)]
@@ -224,17 +233,17 @@ impl SessionReader {
     }
 
     /// Writes the session as canonical JSONL (docs/events.md §4), with the header line first when
-    /// `header` is set; calls `progress` with the number of events written now and then.
-    /// Returns the number of events written.
+    /// `header` is [`HeaderLine::Include`]; calls `progress` with the number of events written
+    /// now and then. Returns the number of events written.
     pub fn export(
         &self,
         out: impl Write,
-        header: bool,
+        header: HeaderLine,
         mut progress: impl FnMut(u64),
     ) -> Result<u64> {
         let io = |e| Error::io("write", "the output", e);
         let mut w = JsonlWriter::new(out);
-        if header {
+        if header == HeaderLine::Include {
             w.write_header(&self.meta.to_header()).map_err(io)?;
         }
         let mut n = 0u64;

@@ -209,7 +209,7 @@ impl Store {
         let dir = self.existing_dir(id)?;
         let mine = linked_files(&dir)?;
         let mut out = Vec::new();
-        for other in self.ids(true)? {
+        for other in self.ids(super::Deleted::Include)? {
             if other == id {
                 continue;
             }

@@ -73,7 +73,7 @@ impl Store {
                 ids.dedup();
                 (ids, true)
             }
-            None => (self.ids(false)?, false),
+            None => (self.ids(super::Deleted::Skip)?, false),
         };
         let mut stats = SearchStats::default();
         let mut remaining = query.max_matches();
@@ -117,7 +117,7 @@ impl Store {
         G: FnMut(&str, Error) -> Result<()>,
     {
         let mut all = StoreStats::default();
-        for id in self.ids(false)? {
+        for id in self.ids(super::Deleted::Skip)? {
             match self.open_reader(&id).and_then(|r| r.stats()) {
                 Ok(stats) => {
                     all.total.merge(&stats);

@@ -199,7 +199,7 @@ mod header_nulls {
         store
             .open_reader(id)
             .unwrap()
-            .export(&mut out, true, |_| {})
+            .export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
             .unwrap();
         String::from_utf8(out).unwrap()
     }
@@ -302,7 +302,7 @@ mod header_nulls {
             import(&store, &text);
             assert_eq!(export(&store, &id), text, "{unknown:?}");
         }
-        assert_eq!(store.ids(false).unwrap().len(), 24);
+        assert_eq!(store.ids(agentlog::store::Deleted::Skip).unwrap().len(), 24);
     }
 
     /// The session header lost data between import and `export --header`: a `null` title, cwd, parentSession or seedLength was dropped, and unknown header members named like session.json's own members (`state`, `config`, …) were lost or taken as the store's.

@@ -264,7 +264,8 @@ fn whole_export(root: &Path) -> String {
     let (_, violations) = r.lifecycle_at(r.len()).unwrap();
     assert!(violations.is_empty(), "{violations:?}");
     let mut out = Vec::new();
-    r.export(&mut out, false, |_| {}).unwrap();
+    r.export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+        .unwrap();
     normalized(&String::from_utf8(out).unwrap())
 }
 

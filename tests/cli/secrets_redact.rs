@@ -134,7 +134,8 @@ fn library_appends_are_redacted_before_disk() {
     assert!(r.meta().title.present().unwrap().contains("[REDACTED:"));
     // Every rule fired somewhere.
     let mut jsonl = Vec::new();
-    r.export(&mut jsonl, true, |_| {}).unwrap();
+    r.export(&mut jsonl, agentlog::session::HeaderLine::Include, |_| {})
+        .unwrap();
     let text = String::from_utf8(jsonl.clone()).unwrap();
     for rule in RULES {
         assert!(text.contains(&format!("[REDACTED:{rule}]")), "{rule}");
@@ -148,7 +149,7 @@ fn library_appends_are_redacted_before_disk() {
     plain
         .open_reader("s1")
         .unwrap()
-        .export(&mut again, true, |_| {})
+        .export(&mut again, agentlog::session::HeaderLine::Include, |_| {})
         .unwrap();
     assert_eq!(String::from_utf8(again).unwrap(), text);
 }
@@ -205,7 +206,8 @@ fn import_redacts_events_and_header() {
     let title = r.meta().title.present().unwrap().clone();
     assert!(title.contains("[HASH:"), "{title}");
     let mut out = Vec::new();
-    r.export(&mut out, true, |_| {}).unwrap();
+    r.export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
+        .unwrap();
     let header = String::from_utf8(out).unwrap();
     let header = header.lines().next().unwrap();
     assert!(header.contains(r#""x-redacted":[{"rule":"#), "{header}");

@@ -43,7 +43,9 @@ mod tool_result_error_verbatim {
                 .id;
             let reader = store.open_reader(&id).unwrap();
             let mut out = Vec::new();
-            reader.export(&mut out, false, |_| {}).unwrap();
+            reader
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+                .unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file, "{error}");
             // Owned (decoded from the archive) and written again: the same line.
             assert_eq!(
@@ -146,7 +148,7 @@ mod turn_end_error_message {
             store
                 .open_reader(&id)
                 .unwrap()
-                .export(&mut out, false, |_| {})
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
                 .unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file);
         }

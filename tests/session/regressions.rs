@@ -348,7 +348,9 @@ mod stray_compaction_events {
                 .id;
             let reader = store.open_reader(&id).unwrap();
             let mut out = Vec::new();
-            reader.export(&mut out, false, |_| {}).unwrap();
+            reader
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+                .unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file);
             let (lifecycle, violations) = reader.lifecycle_at(reader.len()).unwrap();
             assert!(violations.is_empty(), "{violations:?}");

@@ -30,7 +30,7 @@ fn export(store: &Store, id: &str) -> Vec<u8> {
     store
         .open_reader(id)
         .unwrap()
-        .export(&mut out, true, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
         .unwrap();
     out
 }

@@ -20,7 +20,7 @@ fn export(store: &Store, id: &str) -> Vec<u8> {
     store
         .open_reader(id)
         .unwrap()
-        .export(&mut out, false, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
         .unwrap();
     out
 }
@@ -135,7 +135,7 @@ fn forks_of_forks_record_their_lineage() {
     store
         .open_reader("b")
         .unwrap()
-        .export(&mut out, true, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
         .unwrap();
     let header = std::str::from_utf8(&out)
         .unwrap()

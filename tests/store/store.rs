@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agentlog::event::{parse_draft_line, parse_json};
-use agentlog::session::{SessionReader, SessionState};
+use agentlog::session::{HeaderLine, SessionReader, SessionState};
 use agentlog::store::{ImportOptions, NewSession, Store, StoreNotice};
 use agentlog::Error;
 use project_common::json_eq;
@@ -22,6 +22,11 @@ fn import(store: &Store, bytes: &[u8], options: ImportOptions) -> agentlog::Resu
 
 fn export(reader: &SessionReader, header: bool) -> Vec<u8> {
     let mut out = Vec::new();
+    let header = if header {
+        HeaderLine::Include
+    } else {
+        HeaderLine::Omit
+    };
     reader.export(&mut out, header, |_| {}).unwrap();
     out
 }

@@ -55,7 +55,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             ctx.require()?;
             let store = ctx.open_store()?;
             let ids = store
-                .ids(true)
+                .ids(agentlog::store::Deleted::Include)
                 .map_err(|e| ctx.error("cannot list store", e))?;
             note_strangers(ctx, &ids);
             ids.iter().map(|id| ctx.in_store(id)).collect()
