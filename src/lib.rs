@@ -74,6 +74,7 @@ pub mod session;
 #[cfg(feature = "nats")]
 pub mod ship;
 pub mod store;
+mod util;
 
 pub use error::{Error, Result};
 

@@ -268,7 +268,7 @@ struct LogCalls(std::sync::Mutex<crate::log::LogReader>, bool);
 
 impl PastCalls for LogCalls {
     fn visible(&self) -> u64 {
-        let mut r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = crate::util::lock(&self.0);
         if self.1 {
             let _ = r.refresh();
         }
@@ -276,7 +276,7 @@ impl PastCalls for LogCalls {
     }
 
     fn call_turn(&self, seq: u64) -> Option<u64> {
-        let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let r = crate::util::lock(&self.0);
         let rec = r.get(seq).ok()?;
         match &crate::event::access_event(rec.payload).ok()?.data {
             crate::event::ArchivedEventData::ToolCall(c) => Some(c.turn.to_native()),

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rkyv::util::AlignedVec;
 
@@ -15,6 +15,7 @@ use crate::event::{
 };
 use crate::log::{self, Durability, Log, RecoveryReport};
 use crate::projection::{Messages, Projector};
+use crate::util::{lock, now_ms};
 
 use super::facts::Facts;
 use super::id::validate_id;
@@ -116,16 +117,6 @@ impl std::fmt::Debug for Session {
             .field("len", &self.len())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Session {

@@ -5,7 +5,8 @@
 use crate::error::{Error, Result};
 use crate::event::{ArchivedEventData, Opt};
 use crate::log::{self, PrefixCopy};
-use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
+use crate::session::{new_id, SessionMeta, SessionReader, SessionState};
+use crate::util::now_ms;
 
 use super::Store;
 

@@ -40,9 +40,10 @@ use crate::error::{Error, Result};
 use crate::event::Value;
 use crate::log;
 use crate::session::{
-    create_private_dir, is_session_dir, new_id, now_ms, remove_stale_tmp, validate_id, MetaRepair,
+    create_private_dir, is_session_dir, new_id, remove_stale_tmp, validate_id, MetaRepair,
     OpenReport, Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
+use crate::util::now_ms;
 
 pub use config::{parse_size, RedactConfig, StoreConfig, CONFIG_FILE};
 pub use fork::{turn_end_len, ForkPoint, ForkReport};

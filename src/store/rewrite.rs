@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::event::{decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
 use crate::log;
 use crate::redact::{Finding, Redactor};
-use crate::session::{now_ms, Session, SessionMeta, SessionReader, SessionState};
+use crate::session::{Session, SessionMeta, SessionReader, SessionState};
+use crate::util::now_ms;
 
 use super::{Store, SESSIONS_DIR};
 
