@@ -66,6 +66,7 @@ mod data;
 mod decode;
 mod error;
 mod jsonl;
+mod opt;
 mod parse;
 mod scan;
 mod schema;
@@ -96,13 +97,14 @@ pub use jsonl::{
     parse_tool_content, read_line_bounded, skip_line, BoundedLine, Draft, JsonlReader, JsonlWriter,
     Line, DEFAULT_MAX_LINE,
 };
+pub use opt::{ArchivedOpt, Opt};
 pub use parse::MAX_DEPTH;
 /// The aligned buffer [`encode_event`] writes into (rkyv's, re-exported so that callers need not
 /// depend on rkyv with the same pinned format features).
 pub use rkyv::util::AlignedVec;
 pub use types::{
-    ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp, Event,
-    EventData, EventType, Opt, SessionHeader, SurfaceOp,
+    ArchivedEvent, ArchivedEventData, ArchivedSessionHeader, ArchivedSurfaceOp, Event, EventData,
+    EventType, SessionHeader, SurfaceOp,
 };
 // The canonical writer, for the layers above that write event parts (the projection writes
 // content blocks with it, so block JSON is written in one place).

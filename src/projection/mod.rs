@@ -105,7 +105,7 @@ pub use message::{Iter, Message, Messages, Role};
 #[allow(deprecated)]
 pub use projector::{derive, derive_at};
 pub use projector::{messages, messages_at, Projector, ToolCallInfo};
-pub(crate) use projector::{node_message, NodeTable, NODE_ENTRY};
+pub(crate) use projector::{node_message, projector_wants, NodeTable, NODE_ENTRY};
 pub use render::{
     render, render_anthropic, render_openai, Format, UnknownFormat, HISTORY_START, OUTCOME_UNKNOWN,
 };

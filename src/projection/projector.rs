@@ -689,6 +689,20 @@ pub fn derive_at<'a>(
     messages_at(events, n)
 }
 
+/// True for the types the projection reads: surface events, tool calls, and the step and turn
+/// ends (which close the calls left unanswered).
+pub(crate) fn projector_wants(t: Option<crate::event::EventType>) -> bool {
+    t.is_some_and(|t| {
+        t.is_surface()
+            || matches!(
+                t,
+                crate::event::EventType::ToolCall
+                    | crate::event::EventType::StepEnd
+                    | crate::event::EventType::TurnEnd
+            )
+    })
+}
+
 /// The message a surface event projects to: its role and content, exactly as
 /// [`Projector::apply`] builds it (`tool_use_id` is the resolved id of a `tool/result`). `None`
 /// for an event that projects to no message. What a checkpoint restores a node from.

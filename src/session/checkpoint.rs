@@ -36,13 +36,14 @@ use crate::error::{Error, Result};
 use crate::event::Block;
 use crate::event::{access_event, decode_event, ArchivedEvent, ReasonKind};
 use crate::log::{LogId, LogReader};
-use crate::projection::{Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY};
+use crate::projection::{
+    projector_wants, Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY,
+};
 
 use super::facts::Facts;
 use super::lifecycle::{Lifecycle, LifecycleError};
 use super::reader::SessionReader;
 use super::stats::StatsCollector;
-use super::writer::projector_wants;
 
 /// The name of the checkpoint file in a session directory.
 pub const CHECKPOINT_FILE: &str = "CHECKPOINT";

@@ -14,7 +14,7 @@ use crate::event::{
     ToolResult, TurnEnd, TurnEndReason,
 };
 use crate::log::{self, Durability, Log, RecoveryReport};
-use crate::projection::{Messages, Projector};
+use crate::projection::{projector_wants, Messages, Projector};
 use crate::util::{lock, now_ms};
 
 use super::facts::Facts;
@@ -846,18 +846,6 @@ fn check_shape(event: &Event) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// True for the types the projection reads: surface events, tool calls, and the step and turn
-/// ends (which close the calls left unanswered).
-pub(crate) fn projector_wants(t: Option<EventType>) -> bool {
-    t.is_some_and(|t| {
-        t.is_surface()
-            || matches!(
-                t,
-                EventType::ToolCall | EventType::StepEnd | EventType::TurnEnd
-            )
-    })
 }
 
 #[cfg(test)]
