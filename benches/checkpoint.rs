@@ -109,7 +109,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("derive_messages/{tag}"), |b| {
             b.iter(|| {
                 let r = SessionReader::open(&dir).expect("reader");
-                black_box(r.derive_messages().expect("derive").len())
+                black_box(r.messages().expect("derive").len())
             })
         });
         // The history read through once (every message built): what a caller that renders
@@ -117,7 +117,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("derive_messages+read-all/{tag}"), |b| {
             b.iter(|| {
                 let r = SessionReader::open(&dir).expect("reader");
-                let m = r.derive_messages().expect("derive");
+                let m = r.messages().expect("derive");
                 black_box(m.iter().map(|m| m.content.len()).sum::<usize>())
             })
         });

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use agentlog::event::{Block, Event, EventData, Map, Opt, SurfaceOp, UserMessage};
-use agentlog::project::{derive, Projector};
+use agentlog::projection::{self, Projector};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 use testkit::gen;
@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(events.len() as u64));
     group.sample_size(10);
     group.bench_function(BenchmarkId::new("full_derive", events.len()), |b| {
-        b.iter(|| derive(black_box(&events)).map(|m| m.len()));
+        b.iter(|| projection::messages(black_box(&events)).map(|m| m.len()));
     });
     group.finish();
 }

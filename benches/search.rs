@@ -75,9 +75,11 @@ fn corpus() -> Corpus {
             .expect("import");
         // The export is the JSONL grep reads (the same bytes as imported: canonical).
         let path = dir.path().join(format!("{id}.jsonl"));
-        let reader = store.reader(&id).expect("reader");
+        let reader = store.open_reader(&id).expect("reader");
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
-        reader.export(&mut out, false, |_| {}).expect("export");
+        reader
+            .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+            .expect("export");
         drop(out);
         jsonl_bytes += std::fs::metadata(&path).expect("size").len();
         segment_bytes += reader

@@ -392,7 +392,7 @@ fn follow_lag(
     // The session's metadata arrives first (the session is created there, empty).
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut reader = loop {
-        if let Ok(r) = store_b.reader(ID) {
+        if let Ok(r) = store_b.open_reader(ID) {
             break r;
         }
         assert!(

@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Any process can read while the writer appends; export is canonical JSONL.
     let reader = session.reader();
     let mut jsonl = Vec::new();
-    reader.export(&mut jsonl, true, |_| {})?;
+    reader.export(&mut jsonl, agentlog::session::HeaderLine::Include, |_| {})?;
     print!("{}", String::from_utf8_lossy(&jsonl));
 
     session.close()?;

@@ -8,7 +8,8 @@
 //! - [`log`]: the storage engine (segments of checksummed rkyv records, seq index, recovery,
 //!   durability modes, zero-copy readers in any process);
 //! - [`session`]: a log with its header, lifecycle rules, turn state, resume and replay;
-//! - [`project`]: the incremental projection (`derive_messages`) and provider renderings;
+//! - [`projection`]: the derived history (`messages()` / `messages_at(n)`), incremental, and its
+//!   provider renderings;
 //! - [`redact`]: secrets and personal data redacted at append, scanned for, rewritten away;
 //! - [`store`]: many sessions in one directory: create, import, fork, list, search, stats;
 //! - `ship` (the `nats` feature): sessions shipped to a NATS JetStream stream and restored
@@ -44,7 +45,7 @@
 //!
 //! // Canonical JSONL out; any process can read while the writer appends.
 //! let mut jsonl = Vec::new();
-//! session.reader().export(&mut jsonl, false, |_| {})?;
+//! session.reader().export(&mut jsonl, agentlog::session::HeaderLine::Omit, |_| {})?;
 //! assert_eq!(String::from_utf8(jsonl)?.lines().count(), 3);
 //! session.close()?;
 //! # Ok(())
@@ -61,12 +62,18 @@ mod error;
 pub mod event;
 pub mod import;
 pub mod log;
-pub mod project;
+pub mod projection;
+/// The module's former name: everything is in [`projection`] now.
+#[deprecated(note = "renamed: use `agentlog::projection`")]
+pub mod project {
+    pub use crate::projection::*;
+}
 pub mod redact;
 pub mod session;
 #[cfg(feature = "nats")]
 pub mod ship;
 pub mod store;
+mod util;
 
 pub use error::{Error, Result};
 

@@ -34,7 +34,7 @@
 //! let rt = runtime()?;
 //! rt.block_on(async {
 //!     let remote = Remote::connect("nats://127.0.0.1:4222", ShipOptions::default()).await?;
-//!     for id in store.ids(false)? {
+//!     for id in store.ids(agentlog::store::Deleted::Skip)? {
 //!         let report = remote.ship(&store, &id).await?;
 //!         println!("{id}: {} events shipped", report.shipped);
 //!     }
@@ -318,7 +318,7 @@ impl Cursor {
 /// one too).
 pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
     check_stream_name(stream)?;
-    let mut ids: Vec<String> = store.ids(false)?;
+    let mut ids: Vec<String> = store.ids(crate::store::Deleted::Skip)?;
     let dir = store.root().join(SHIP_DIR).join(stream);
     match std::fs::read_dir(&dir) {
         Ok(rd) => {
@@ -338,7 +338,7 @@ pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let cursor = Cursor::load(&cursor_path(store, stream, &id)?)?.unwrap_or_default();
-        let local = store.reader(&id).ok().map(|r| r.len());
+        let local = store.open_reader(&id).ok().map(|r| r.len());
         out.push(ShipStatus {
             id,
             shipped: cursor.shipped,
@@ -732,7 +732,7 @@ impl Remote {
         loop {
             let pass = Instant::now();
             let ids = match &sessions {
-                Sessions::All => store.ids(true)?,
+                Sessions::All => store.ids(crate::store::Deleted::Include)?,
                 Sessions::Ids(ids) => ids.clone(),
             };
             for id in ids {
@@ -1224,7 +1224,7 @@ impl Restorer<'_> {
         self.states.insert(local.to_string(), meta.state);
         let i = self.report_index(local);
         if self.reports[i].len == 0 {
-            self.reports[i].len = store.reader(local).map(|r| r.len()).unwrap_or(0);
+            self.reports[i].len = store.open_reader(local).map(|r| r.len()).unwrap_or(0);
         }
         Ok(())
     }

@@ -15,8 +15,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use agentlog_core::event::{parse_draft_line, parse_json, Draft, ReasonKind, Value};
 use agentlog_core::log::Durability;
-use agentlog_core::project::{render, Format};
-use agentlog_core::session::{Session as CoreSession, SessionReader};
+use agentlog_core::projection::{render, Format};
+use agentlog_core::session::{HeaderLine, Session as CoreSession, SessionReader};
 use agentlog_core::store::{ForkPoint, ImportOptions, NewSession, Query, Store as CoreStore};
 use agentlog_core::Error as CoreError;
 
@@ -172,7 +172,7 @@ impl Store {
     /// Opens session `id` for reading: any number of readers, in any process, also while a
     /// writer appends.
     fn reader(&self, py: Python<'_>, id: &str) -> PyResult<Reader> {
-        let r = detached(py, || self.store.reader(id))?;
+        let r = detached(py, || self.store.open_reader(id))?;
         Ok(Reader::new(r))
     }
 
@@ -316,7 +316,7 @@ impl Store {
     #[pyo3(signature = (id=None))]
     fn stats<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let v = detached(py, || match id {
-            Some(id) => Ok(self.store.reader(id)?.stats()?.to_json()),
+            Some(id) => Ok(self.store.open_reader(id)?.stats()?.to_json()),
             None => Ok(self.store.stats()?.to_json()),
         })?;
         value_out(py, &v)
@@ -464,7 +464,7 @@ impl Session {
         let v = self.with(py, |s| {
             let messages = match at {
                 None => s.messages(),
-                Some(n) => s.reader().derive_at(n)?,
+                Some(n) => s.reader().messages_at(n)?,
             };
             Ok(render(format, &messages))
         })?;
@@ -635,7 +635,7 @@ impl Reader {
             None => {
                 let text = detached(py, || {
                     let mut out = Vec::new();
-                    r.export(&mut out, header, |_| {})?;
+                    r.export(&mut out, header_line(header), |_| {})?;
                     Ok(out)
                 })?;
                 let text = String::from_utf8(text)
@@ -661,7 +661,7 @@ impl Reader {
         let format = format_of(format)?;
         let r = self.fresh(py)?;
         let v = detached(py, || {
-            let messages = r.derive_at(at.unwrap_or(r.len()).min(r.len()))?;
+            let messages = r.messages_at(at.unwrap_or(r.len()).min(r.len()))?;
             Ok(render(format, &messages))
         })?;
         value_out(py, &v)
@@ -679,6 +679,15 @@ impl Reader {
     }
 }
 
+/// The Python `header=` flag as the crate's [`HeaderLine`].
+fn header_line(header: bool) -> HeaderLine {
+    if header {
+        HeaderLine::Include
+    } else {
+        HeaderLine::Omit
+    }
+}
+
 fn export_file(r: &SessionReader, path: &std::path::Path, header: bool) -> CoreResult<u64> {
     let io = |op: &'static str, p: &std::path::Path, e| CoreError::Io {
         op,
@@ -693,7 +702,7 @@ fn export_file(r: &SessionReader, path: &std::path::Path, header: bool) -> CoreR
     let result = (|| {
         let file = std::fs::File::create(&temp).map_err(|e| io("create", &temp, e))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-        let n = r.export(&mut w, header, |_| {})?;
+        let n = r.export(&mut w, header_line(header), |_| {})?;
         let file = w
             .into_inner()
             .map_err(|e| io("write", &temp, e.into_error()))?;

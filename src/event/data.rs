@@ -4,7 +4,7 @@
 use rkyv::{Archive, Deserialize, Serialize};
 
 use super::blocks::{Block, Chunk, ToolContent};
-use super::types::Opt;
+use super::opt::Opt;
 use super::value::{Map, Value};
 
 /// An event of a type not in docs/events.md: its name and `data`, kept verbatim.

@@ -11,9 +11,10 @@ use std::fmt;
 use super::blocks::ToolContent;
 use super::data::*;
 use super::error::{LineError, ParseErrorKind, Quoted};
+use super::opt::Opt;
 use super::parse::{Raw, RawKind, RawMember};
 use super::scan::same_name;
-use super::types::{with_event_types, Event, EventData, Opt, SessionHeader, SurfaceOp};
+use super::types::{with_event_types, Event, EventData, SessionHeader, SurfaceOp};
 use super::value::{parse_i64, parse_u64, Map, Member, Number, Value};
 
 /// Where a member sits in the line, e.g. `data.message.content[2].text`. Built on the stack as

@@ -66,6 +66,7 @@ mod data;
 mod decode;
 mod error;
 mod jsonl;
+mod opt;
 mod parse;
 mod scan;
 mod schema;
@@ -90,11 +91,12 @@ pub use jsonl::{
     parse_tool_content, read_line_bounded, skip_line, BoundedLine, Draft, JsonlReader, JsonlWriter,
     Line, DEFAULT_MAX_LINE,
 };
+pub use opt::Opt;
 pub use parse::MAX_DEPTH;
 /// The aligned buffer [`encode_event`] writes into (rkyv's, re-exported so that callers need not
 /// depend on rkyv with the same pinned format features).
 pub use rkyv::util::AlignedVec;
-pub use types::{Event, EventData, EventType, Opt, SessionHeader, SurfaceOp};
+pub use types::{Event, EventData, EventType, SessionHeader, SurfaceOp};
 // The canonical writer, for the layers above that write event parts (the projection writes
 // content blocks with it, so block JSON is written in one place).
 pub(crate) use write::{ObjectWriter, WriteJson};
@@ -114,8 +116,9 @@ pub mod archived {
         ArchivedToolResult, ArchivedTurnEnd, ArchivedTurnEndReason, ArchivedTurnStart,
         ArchivedUnknownEvent, ArchivedUsage, ArchivedUserMessage,
     };
+    pub use super::opt::ArchivedOpt;
     pub use super::types::{
-        ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader, ArchivedSurfaceOp,
+        ArchivedEvent, ArchivedEventData, ArchivedSessionHeader, ArchivedSurfaceOp,
     };
     pub use super::value::{ArchivedMap, ArchivedMember, ArchivedNumber, ArchivedValue};
 }

@@ -10,9 +10,9 @@ use super::decode::{
 };
 use super::decode::{Decode, Path};
 use super::error::LineError;
+use super::opt::Opt;
 use super::parse::{Raw, RawKind};
 use super::types::ArchivedSessionHeader;
-use super::types::Opt;
 use super::types::SessionHeader;
 use super::write::{ObjectWriter, WriteJson};
 

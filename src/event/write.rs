@@ -18,10 +18,11 @@ use rkyv::Archive;
 
 use super::blocks::{ArchivedToolContent, ToolContent};
 use super::data::{ArchivedDecision, ArchivedReasonKind, Decision, ReasonKind};
+use super::opt::{ArchivedOpt, Opt};
 use super::scan::find_special;
 use super::types::{
-    with_event_types, ArchivedEvent, ArchivedEventData, ArchivedOpt, ArchivedSessionHeader,
-    ArchivedSurfaceOp, Event, EventData, Opt, SessionHeader, SurfaceOp,
+    with_event_types, ArchivedEvent, ArchivedEventData, ArchivedSessionHeader, ArchivedSurfaceOp,
+    Event, EventData, SessionHeader, SurfaceOp,
 };
 use super::value::{ArchivedMap, ArchivedNumber, ArchivedValue, Map, Number, Value};
 

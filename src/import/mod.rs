@@ -37,6 +37,7 @@ use crate::event::{
 };
 use crate::session::{Session, SessionMeta};
 use crate::store::Store;
+use crate::util::now_ms;
 
 /// The envelope member holding the source lines an event was built from.
 pub const SOURCE_MEMBER: &str = "x-source";
@@ -1766,12 +1767,6 @@ fn continue_session(
     import_sidechains_of(store, id, &lines.src, &sidechains, path, shown, summary)?;
     summary.bytes += lines.new_data.len() as u64;
     Ok(())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn save_state(session: &Session, state: &SourceState) -> Result<()> {

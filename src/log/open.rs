@@ -1,7 +1,5 @@
 //! Opening a log for writing: lock, inspect, repair what the recovery mode allows, report.
 
-use std::fs::DirBuilder;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -118,11 +116,7 @@ fn has_index(dir: &Path) -> bool {
 /// Creates a directory (and its parents) with mode 0700.
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     super::io::refuse_symlink(dir).map_err(|e| Error::io("open directory", dir, e))?;
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::io("create directory", dir, e))
+    crate::util::create_private_dir(dir).map_err(|e| Error::io("create directory", dir, e))
 }
 
 impl Log {
@@ -218,7 +212,7 @@ fn repair(
         if d.class == DamageClass::Corruption || !to_move.is_empty() {
             let damaged = dir.join(DAMAGED_DIR);
             create_dir(&damaged)?;
-            let stamp = super::writer::now_ms();
+            let stamp = crate::util::now_ms();
             if damaged_in_plans && d.class == DamageClass::Corruption {
                 let name = format!(
                     "{}.{stamp}",

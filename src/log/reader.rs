@@ -10,7 +10,7 @@
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use super::error::{CorruptionKind, Error, Result};
@@ -18,6 +18,7 @@ use super::format::{self, IndexState, LogId, SegmentHeader, HEADER_SIZE};
 use super::hint;
 use super::recovery;
 use super::segment::{self, check_record, Fault, SegmentView};
+use crate::util::lock;
 
 /// One segment of a reader's list: its base seq, and its view once it is mapped.
 ///
@@ -84,12 +85,6 @@ impl Slot {
             (None, None) => PathBuf::from(format::segment_file_name(self.base)),
         }
     }
-}
-
-/// Locks a mutex, ignoring poisoning (the protected data stays consistent: every critical
-/// section of the engine is panic-free).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a writer shares with the readers of its process.

@@ -54,6 +54,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::io::{OsStorage, Storage, StorageFile, Syncer};
+use crate::util::lock;
 
 /// `ENOSPC`: no space left on the device (a full disk).
 pub const ENOSPC: i32 = 28;
@@ -272,10 +273,6 @@ impl fmt::Debug for SimStorage {
             .field("dead", &s.dead)
             .finish()
     }
-}
-
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A small deterministic random generator (splitmix64) for the power cut choices.

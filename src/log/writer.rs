@@ -17,8 +17,9 @@ use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
 use super::open::RecoveryReport;
 use super::options::{Durability, Options};
-use super::reader::{lock, LogReader, Shared};
+use super::reader::{LogReader, Shared};
 use super::segment::{index_capacity, SegmentView};
+use crate::util::{lock, now_ms};
 
 /// `ENOSPC`: no space left on the device.
 const ENOSPC: i32 = 28;
@@ -956,12 +957,6 @@ pub(crate) fn create_segment(
         seg_path,
         idx_path,
     })
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The background thread of [`Durability::Periodic`].

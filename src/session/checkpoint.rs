@@ -37,13 +37,14 @@ use crate::event::archived::ArchivedEvent;
 use crate::event::Block;
 use crate::event::{access_event, decode_event, ReasonKind};
 use crate::log::{LogId, LogReader};
-use crate::project::{Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY};
+use crate::projection::{
+    projector_wants, Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY,
+};
 
 use super::facts::Facts;
 use super::lifecycle::{Lifecycle, LifecycleError};
 use super::reader::SessionReader;
 use super::stats::StatsCollector;
-use super::writer::projector_wants;
 
 /// The name of the checkpoint file in a session directory.
 pub const CHECKPOINT_FILE: &str = "CHECKPOINT";
@@ -608,7 +609,7 @@ impl Nodes {
         let rec = self.log.get(seq).map_err(|e| e.to_string())?;
         let event = access_event(rec.payload).map_err(|e| e.to_string())?;
         let owned = decode_event(event).map_err(|e| e.to_string())?;
-        crate::project::node_message(&owned, id)
+        crate::projection::node_message(&owned, id)
             .ok_or_else(|| format!("the event at seq {seq} projects to no message"))
     }
 }

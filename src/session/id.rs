@@ -45,7 +45,7 @@ pub fn new_id() -> String {
         ((u128::from(a) << 64) | u128::from(b)) & ((1u128 << 80) - 1)
     };
     let random = {
-        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = crate::util::lock(&LAST);
         let r = if last.0 == now {
             // Same millisecond: increment, so the order of creation is kept.
             (last.1 + 1) & ((1u128 << 80) - 1)

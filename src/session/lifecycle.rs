@@ -1,7 +1,7 @@
 //! The lifecycle rules of docs/events.md §6, checked on every append and on import, and the turn
 //! state of §7, derived from the same bookkeeping.
 //!
-//! How a `tool/result` finds its call (the same in the projection, `crate::project`):
+//! How a `tool/result` finds its call (the same in the projection, `crate::projection`):
 //!
 //! - A result answers one `tool/call` of its own turn, and a call is answered at most once.
 //! - `data.callId`, when present, names the call: the earliest *unanswered* call of the turn with
@@ -268,7 +268,7 @@ struct LogCalls(std::sync::Mutex<crate::log::LogReader>, bool);
 
 impl PastCalls for LogCalls {
     fn visible(&self) -> u64 {
-        let mut r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = crate::util::lock(&self.0);
         if self.1 {
             let _ = r.refresh();
         }
@@ -276,7 +276,7 @@ impl PastCalls for LogCalls {
     }
 
     fn call_turn(&self, seq: u64) -> Option<u64> {
-        let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let r = crate::util::lock(&self.0);
         let rec = r.get(seq).ok()?;
         match &crate::event::access_event(rec.payload).ok()?.data {
             crate::event::archived::ArchivedEventData::ToolCall(c) => Some(c.turn.to_native()),

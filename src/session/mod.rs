@@ -50,7 +50,7 @@ pub use lifecycle::{CallInfo, Lifecycle, LifecycleError, OpenState, OpenWork, Ru
 pub(crate) use meta::remove_stale_tmp;
 pub use meta::{is_session_dir, MetaRepair, SessionMeta, SessionState, META_FILE, META_TMP_FILE};
 pub use notice::Notice;
-pub use reader::{RecordSize, SessionReader};
+pub use reader::{HeaderLine, RecordSize, SessionReader};
 pub use replay::{
     replay, CallReport, ReplayCall, ReplayReport, StepReport, ToolExecutor, ToolOutput,
 };
@@ -60,7 +60,6 @@ pub use stats::{Durations, SessionStats, StatsCollector, Tokens, ToolStats};
 pub use writer::{OpenReport, Session, SessionOptions};
 
 pub(crate) use notice::Subscribers;
-pub(crate) use writer::now_ms;
 
 /// The payload schema of agentlog session logs (written in every segment header): the rkyv
 /// archive of [`Event`](crate::event::Event). Its layout is versioned by the segment's format
@@ -69,10 +68,5 @@ pub const PAYLOAD_SCHEMA: u32 = 1;
 
 /// Creates a directory (and its parents) with mode 0700.
 pub(crate) fn create_private_dir(dir: &Path) -> crate::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| crate::Error::io("create directory", dir, e))
+    crate::util::create_private_dir(dir).map_err(|e| crate::Error::io("create directory", dir, e))
 }

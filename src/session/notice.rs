@@ -76,7 +76,7 @@ impl<T: Clone> Subscribers<T> {
     /// A new receiver of everything sent from now on.
     pub(crate) fn subscribe(&self) -> Receiver<T> {
         let (tx, rx) = channel();
-        let mut senders = self.senders.lock().unwrap_or_else(|e| e.into_inner());
+        let mut senders = crate::util::lock(&self.senders);
         senders.push(tx);
         self.count.store(senders.len(), Ordering::Release);
         rx
@@ -89,7 +89,7 @@ impl<T: Clone> Subscribers<T> {
 
     /// Sends to every live receiver, forgetting the ones that were dropped.
     pub(crate) fn send(&self, items: &[T]) {
-        let mut senders = self.senders.lock().unwrap_or_else(|e| e.into_inner());
+        let mut senders = crate::util::lock(&self.senders);
         senders.retain(|tx| items.iter().all(|item| tx.send(item.clone()).is_ok()));
         self.count.store(senders.len(), Ordering::Release);
     }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::event::archived::ArchivedEvent;
 use crate::event::{access_event, decode_event, Event, JsonlWriter};
 use crate::log::LogReader;
-use crate::project::Messages;
+use crate::projection::Messages;
 
 use super::facts::Facts;
 use super::lifecycle::{Lifecycle, LifecycleError};
@@ -23,6 +23,15 @@ pub struct RecordSize {
     pub payload: u64,
     /// Bytes the record takes in its segment: a 16-byte header, the payload, padding to 16.
     pub on_disk: u64,
+}
+
+/// Whether [`SessionReader::export`] writes the session's header line before its events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderLine {
+    /// The events only.
+    Omit,
+    /// The header line (docs/events.md §4) first, then the events.
+    Include,
 }
 
 /// A reader of one session: events by seq and in order (zero-copy archived views), the
@@ -196,9 +205,9 @@ impl SessionReader {
         Ok(d.stats.lifecycle().clone())
     }
 
-    /// The model-visible history when the log held `n` events (`derive_at(n)`): from the newest
-    /// valid checkpoint covering at most `n` events, replaying only the events after it.
-    pub fn derive_at(&self, n: u64) -> Result<Messages> {
+    /// The model-visible history when the log held `n` events: from the newest valid
+    /// checkpoint covering at most `n` events, replaying only the events after it.
+    pub fn messages_at(&self, n: u64) -> Result<Messages> {
         let n = n.min(self.len());
         let d = self.derived_at(n, true)?;
         match d.projection_error {
@@ -208,22 +217,34 @@ impl SessionReader {
     }
 
     /// The model-visible history after every event this reader sees.
+    pub fn messages(&self) -> Result<Messages> {
+        self.messages_at(self.len())
+    }
+
+    /// The former name of [`SessionReader::messages_at`].
+    #[deprecated(note = "renamed: use `SessionReader::messages_at`")]
+    pub fn derive_at(&self, n: u64) -> Result<Messages> {
+        self.messages_at(n)
+    }
+
+    /// The former name of [`SessionReader::messages`].
+    #[deprecated(note = "renamed: use `SessionReader::messages`")]
     pub fn derive_messages(&self) -> Result<Messages> {
-        self.derive_at(self.len())
+        self.messages()
     }
 
     /// Writes the session as canonical JSONL (docs/events.md §4), with the header line first when
-    /// `header` is set; calls `progress` with the number of events written now and then.
-    /// Returns the number of events written.
+    /// `header` is [`HeaderLine::Include`]; calls `progress` with the number of events written
+    /// now and then. Returns the number of events written.
     pub fn export(
         &self,
         out: impl Write,
-        header: bool,
+        header: HeaderLine,
         mut progress: impl FnMut(u64),
     ) -> Result<u64> {
         let io = |e| Error::io("write", "the output", e);
         let mut w = JsonlWriter::new(out);
-        if header {
+        if header == HeaderLine::Include {
             w.write_header(&self.meta.to_header()).map_err(io)?;
         }
         let mut n = 0u64;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::error::{Error, Result};
 use crate::event::archived::ArchivedEventData;
 use crate::event::{decode_event, EventType, ToolContent};
-use crate::project::Projector;
+use crate::projection::Projector;
 
 use super::reader::SessionReader;
 

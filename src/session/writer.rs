@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rkyv::util::AlignedVec;
 
@@ -14,7 +14,8 @@ use crate::event::{
     ToolResult, TurnEnd, TurnEndReason,
 };
 use crate::log::{self, Durability, Log, RecoveryReport};
-use crate::project::{Messages, Projector};
+use crate::projection::{projector_wants, Messages, Projector};
+use crate::util::{lock, now_ms};
 
 use super::facts::Facts;
 use super::id::validate_id;
@@ -118,16 +119,6 @@ impl std::fmt::Debug for Session {
             .field("len", &self.len())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Session {
@@ -334,6 +325,12 @@ impl Session {
     /// The model-visible history now: an immutable snapshot, O(1) to take.
     pub fn messages(&self) -> Messages {
         lock(&self.inner).projector.messages()
+    }
+
+    /// The model-visible history when the log held `n` events
+    /// ([`SessionReader::messages_at`]: from the newest checkpoint covering at most `n` events).
+    pub fn messages_at(&self, n: u64) -> Result<Messages> {
+        self.reader().messages_at(n)
     }
 
     /// A reader of this session that sees appends as they happen.
@@ -832,10 +829,16 @@ impl Session {
 
 /// A projection refusal as a lifecycle error (the rule "surfaceOp valid against the surface", or
 /// an unresolvable tool result).
-fn surface_error(lifecycle: &Lifecycle, event: &Event, e: crate::project::ProjectError) -> Error {
+fn surface_error(
+    lifecycle: &Lifecycle,
+    event: &Event,
+    e: crate::projection::ProjectError,
+) -> Error {
     let rule = match e {
-        crate::project::ProjectError::UnresolvedToolResult { .. } => super::Rule::ResultAnswersCall,
-        crate::project::ProjectError::AlreadyAnswered { .. } => super::Rule::AnsweredOnce,
+        crate::projection::ProjectError::UnresolvedToolResult { .. } => {
+            super::Rule::ResultAnswersCall
+        }
+        crate::projection::ProjectError::AlreadyAnswered { .. } => super::Rule::AnsweredOnce,
         _ => super::Rule::SurfaceOpValid,
     };
     Error::Lifecycle(Box::new(LifecycleError {
@@ -863,18 +866,6 @@ fn check_shape(event: &Event) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// True for the types the projection reads: surface events, tool calls, and the step and turn
-/// ends (which close the calls left unanswered).
-pub(crate) fn projector_wants(t: Option<EventType>) -> bool {
-    t.is_some_and(|t| {
-        t.is_surface()
-            || matches!(
-                t,
-                EventType::ToolCall | EventType::StepEnd | EventType::TurnEnd
-            )
-    })
 }
 
 #[cfg(test)]

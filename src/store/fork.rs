@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use crate::event::archived::ArchivedEventData;
 use crate::event::Opt;
 use crate::log::{self, PrefixCopy};
-use crate::session::{new_id, now_ms, SessionMeta, SessionReader, SessionState};
+use crate::session::{new_id, SessionMeta, SessionReader, SessionState};
+use crate::util::now_ms;
 
 use super::Store;
 
@@ -58,7 +59,7 @@ impl Store {
     /// Creates session `id` (a new id when `None`) holding the first events of session `parent`
     /// up to `at`. Returns its id. Works while a writer appends to the parent.
     pub fn fork(&self, parent: &str, at: ForkPoint, id: Option<String>) -> Result<ForkReport> {
-        self.fork_from(&self.reader(parent)?, at, id)
+        self.fork_from(&self.open_reader(parent)?, at, id)
     }
 
     /// Like [`Store::fork`], from a session opened for reading (it may live in another store or

@@ -9,7 +9,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::event::{Draft, JsonlReader, Line, Opt, SessionHeader};
-use crate::session::{new_id, now_ms, Session, SessionMeta};
+use crate::session::{new_id, Session, SessionMeta};
+use crate::util::now_ms;
 
 use super::Store;
 

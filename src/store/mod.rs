@@ -40,9 +40,10 @@ use crate::error::{Error, Result};
 use crate::event::Value;
 use crate::log;
 use crate::session::{
-    create_private_dir, is_session_dir, new_id, now_ms, remove_stale_tmp, validate_id, MetaRepair,
-    Session, SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
+    create_private_dir, is_session_dir, new_id, remove_stale_tmp, validate_id, MetaRepair, Session,
+    SessionMeta, SessionReader, SessionState, Subscribers, META_TMP_FILE,
 };
+use crate::util::now_ms;
 
 pub use config::{RedactConfig, StoreConfig, CONFIG_FILE};
 pub use fork::{ForkPoint, ForkReport};
@@ -50,7 +51,16 @@ pub use import::{ImportLimit, ImportOptions, ImportReport};
 pub use rewrite::{PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE};
 pub use search::StoreStats;
 // The search and statistics types, here too: a store search is where most callers start.
-pub use crate::session::{Query, SearchStats, SessionStats, TextMatcher, TypeFilter};
+pub use crate::session::{HeaderLine, Query, SearchStats, SessionStats, TextMatcher, TypeFilter};
+
+/// Whether [`Store::ids`] lists the deleted sessions too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// Only the sessions not deleted (active and archived).
+    Skip,
+    /// Every session, the deleted ones (not yet collected by `gc`) too.
+    Include,
+}
 
 /// The folder of the sessions inside a store.
 pub const SESSIONS_DIR: &str = "sessions";
@@ -321,15 +331,22 @@ impl Store {
         Session::open(dir, self.config.session_options())
     }
 
-    /// Opens session `id` for reading (works while a writer appends).
-    pub fn reader(&self, id: &str) -> Result<SessionReader> {
+    /// Opens session `id` for reading (works while a writer appends): the reading counterpart
+    /// of [`Store::open_session`].
+    pub fn open_reader(&self, id: &str) -> Result<SessionReader> {
         SessionReader::open(self.existing_dir(id)?)
     }
 
-    /// The ids of the sessions (deleted ones too when `deleted`), sorted. A session whose
-    /// `session.json` is missing (its log is there) or broken is listed: opening it names what is
-    /// wrong ([`Error::BrokenMeta`]), so callers never skip it silently.
-    pub fn ids(&self, deleted: bool) -> Result<Vec<String>> {
+    /// The former name of [`Store::open_reader`].
+    #[deprecated(note = "renamed: use `Store::open_reader`")]
+    pub fn reader(&self, id: &str) -> Result<SessionReader> {
+        self.open_reader(id)
+    }
+
+    /// The ids of the sessions (deleted ones too with [`Deleted::Include`]), sorted. A session
+    /// whose `session.json` is missing (its log is there) or broken is listed: opening it names
+    /// what is wrong ([`Error::BrokenMeta`]), so callers never skip it silently.
+    pub fn ids(&self, deleted: Deleted) -> Result<Vec<String>> {
         let dir = self.root.join(SESSIONS_DIR);
         let rd = std::fs::read_dir(&dir).map_err(|e| Error::io("read directory", &dir, e))?;
         let mut ids = Vec::new();
@@ -354,7 +371,7 @@ impl Store {
             if let Ok(false) = is_session_dir(&path) {
                 continue;
             }
-            if !deleted {
+            if deleted == Deleted::Skip {
                 match SessionMeta::load(&entry.path()) {
                     Ok(m) if m.state == SessionState::Deleted => continue,
                     _ => {}
@@ -368,7 +385,7 @@ impl Store {
 
     /// What is known of session `id` (metadata, events, bytes, last event time).
     pub fn info(&self, id: &str) -> Result<SessionInfo> {
-        let r = self.reader(id)?;
+        let r = self.open_reader(id)?;
         let m = r.meta();
         Ok(SessionInfo {
             // The folder's name: the id the session is opened by, even if its session.json
@@ -388,7 +405,10 @@ impl Store {
     /// The sessions that are not deleted, with their metadata, sorted by id (so by creation time
     /// for generated ids).
     pub fn list(&self) -> Result<Vec<SessionInfo>> {
-        self.ids(false)?.iter().map(|id| self.info(id)).collect()
+        self.ids(Deleted::Skip)?
+            .iter()
+            .map(|id| self.info(id))
+            .collect()
     }
 
     /// Changes the state in `session.json` under the session's lock (so no writer is active).
@@ -485,7 +505,7 @@ impl Store {
     {
         let sessions = self.root.join(SESSIONS_DIR);
         let mut removed = Vec::new();
-        for id in self.ids(true)? {
+        for id in self.ids(Deleted::Include)? {
             let dir = sessions.join(&id);
             let state = match SessionMeta::load(&dir) {
                 Ok(meta) => meta.state,
@@ -537,7 +557,7 @@ impl Store {
     {
         let cutoff = now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
         let mut idle = Vec::new();
-        for id in self.ids(false)? {
+        for id in self.ids(Deleted::Skip)? {
             let info = match self.info(&id) {
                 Ok(info) => info,
                 Err(e) => {

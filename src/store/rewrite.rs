@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::event::{decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
 use crate::log;
 use crate::redact::{Finding, Redactor};
-use crate::session::{now_ms, Session, SessionMeta, SessionReader, SessionState};
+use crate::session::{Session, SessionMeta, SessionReader, SessionState};
+use crate::util::now_ms;
 
 use super::{Store, SESSIONS_DIR};
 
@@ -171,7 +172,7 @@ fn tombstone(mut e: Event, turn: Option<u64>, step: Option<u64>) -> Event {
 impl Store {
     /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order.
     pub fn scan_secrets(&self, id: &str, redactor: &Redactor) -> Result<Vec<SecretFinding>> {
-        let reader = self.reader(id)?;
+        let reader = self.open_reader(id)?;
         let mut out: Vec<SecretFinding> = redactor
             .scan_meta(reader.meta())
             .into_iter()
@@ -209,7 +210,7 @@ impl Store {
         let dir = self.existing_dir(id)?;
         let mine = linked_files(&dir)?;
         let mut out = Vec::new();
-        for other in self.ids(true)? {
+        for other in self.ids(super::Deleted::Include)? {
             if other == id {
                 continue;
             }
@@ -269,7 +270,7 @@ impl Store {
     /// purge would leave the log invalid (a result whose call was purged, a later replace naming
     /// a purged message): nothing changes then.
     pub fn purge(&self, id: &str, range: PurgeRange) -> Result<Vec<RewriteReport>> {
-        let reader = self.reader(id)?;
+        let reader = self.open_reader(id)?;
         let (a, b) = match range {
             PurgeRange::Seqs(a, b) => {
                 if a > b || b >= reader.len() {
@@ -316,7 +317,7 @@ impl Store {
         // found before anything is rewritten.
         let mut others = Vec::new();
         for other in self.sharing_files(id)? {
-            let theirs = self.reader(&other)?;
+            let theirs = self.open_reader(&other)?;
             let mut common = 0u64;
             for (x, y) in reader.events().zip(theirs.events()) {
                 let (x, y) = (x?, y?);

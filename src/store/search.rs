@@ -74,7 +74,7 @@ impl Store {
                 ids.dedup();
                 (ids, true)
             }
-            None => (self.ids(false)?, false),
+            None => (self.ids(super::Deleted::Skip)?, false),
         };
         let mut stats = SearchStats::default();
         let mut remaining = query.max_matches();
@@ -82,7 +82,7 @@ impl Store {
             if remaining == Some(0) {
                 break;
             }
-            let reader = match self.reader(id) {
+            let reader = match self.open_reader(id) {
                 Ok(r) => r,
                 Err(e) => {
                     on_error(id, e)?;
@@ -118,8 +118,8 @@ impl Store {
         G: FnMut(&str, Error) -> Result<()>,
     {
         let mut all = StoreStats::default();
-        for id in self.ids(false)? {
-            match self.reader(&id).and_then(|r| r.stats()) {
+        for id in self.ids(super::Deleted::Skip)? {
+            match self.open_reader(&id).and_then(|r| r.stats()) {
                 Ok(stats) => {
                     all.total.merge(&stats);
                     all.sessions += 1;

@@ -49,10 +49,12 @@ pub fn jsonl_import(data: &[u8]) {
     match store.import(data, options, |_| {}) {
         Ok(report) => {
             assert!(all_ok, "the store imported a file the reader refused");
-            let reader = store.reader(&report.id).expect("imported session");
+            let reader = store.open_reader(&report.id).expect("imported session");
             // The import's id replaces the header's, so compare the events.
             let mut out = Vec::new();
-            reader.export(&mut out, false, |_| {}).expect("export");
+            reader
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+                .expect("export");
             let out = String::from_utf8(out).expect("UTF-8");
             let exported: Vec<&str> = out.lines().collect();
             assert_eq!(exported.len(), parsed.len(), "events exported");

@@ -529,7 +529,7 @@ impl Corpus {
             .unwrap();
         store.delete("gen-deleted").unwrap();
         let sessions = store
-            .ids(false)
+            .ids(agentlog::store::Deleted::Skip)
             .unwrap()
             .into_iter()
             .map(|id| export(&store, &id))
@@ -547,9 +547,9 @@ impl Corpus {
 pub fn export(store: &Store, id: &str) -> Exported {
     let mut out = Vec::new();
     store
-        .reader(id)
+        .open_reader(id)
         .unwrap()
-        .export(&mut out, false, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
         .unwrap();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<String> = text.lines().map(str::to_owned).collect();

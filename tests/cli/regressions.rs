@@ -197,9 +197,9 @@ mod header_nulls {
     fn export(store: &Store, id: &str) -> String {
         let mut out = Vec::new();
         store
-            .reader(id)
+            .open_reader(id)
             .unwrap()
-            .export(&mut out, true, |_| {})
+            .export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
             .unwrap();
         String::from_utf8(out).unwrap()
     }
@@ -302,7 +302,7 @@ mod header_nulls {
             import(&store, &text);
             assert_eq!(export(&store, &id), text, "{unknown:?}");
         }
-        assert_eq!(store.ids(false).unwrap().len(), 24);
+        assert_eq!(store.ids(agentlog::store::Deleted::Skip).unwrap().len(), 24);
     }
 
     /// The session header lost data between import and `export --header`: a `null` title, cwd, parentSession or seedLength was dropped, and unknown header members named like session.json's own members (`state`, `config`, …) were lost or taken as the store's.
@@ -361,7 +361,7 @@ mod header_nulls {
             .update_meta(|m| m.config = Some(Value::Bool(true)))
             .unwrap();
         session.close().unwrap();
-        let meta = store.reader("a1").unwrap().meta().clone();
+        let meta = store.open_reader("a1").unwrap().meta().clone();
         assert_eq!(meta.config, Some(Value::Bool(true)));
         assert_eq!(meta.title, Opt::Null);
         assert!(export(&store, "a1").starts_with(&text));
@@ -411,7 +411,7 @@ mod header_nulls {
         assert_eq!(info.seed_length, Some(1));
         assert_eq!(info.created_at, 5);
         assert_eq!(export(&store, "old"), file(expected_header));
-        let meta = store.reader("old").unwrap().meta().clone();
+        let meta = store.open_reader("old").unwrap().meta().clone();
         assert_eq!(meta.config.unwrap().to_string(), r#"{"model":"m"}"#);
 
         // The command line reads it too.

@@ -196,7 +196,7 @@ fn stats_json_has_the_documented_shape() {
         let text = out.ok();
         assert_eq!(text.lines().count(), 1);
         // Exactly the library's numbers.
-        let lib = corpus.store.reader(&s.id).unwrap().stats().unwrap();
+        let lib = corpus.store.open_reader(&s.id).unwrap().stats().unwrap();
         assert_eq!(text.trim_end(), lib.to_json().to_string());
         let v = parse_json(text.trim_end()).unwrap();
         assert_eq!(members(&v), TOP);

@@ -260,11 +260,12 @@ fn whole_export(root: &Path) -> String {
     let report = agentlog::log::verify(&dir).unwrap();
     assert!(report.is_clean(), "{report:?}");
     let store = Store::open(root).unwrap();
-    let r = store.reader("s").unwrap();
+    let r = store.open_reader("s").unwrap();
     let (_, violations) = r.lifecycle_at(r.len()).unwrap();
     assert!(violations.is_empty(), "{violations:?}");
     let mut out = Vec::new();
-    r.export(&mut out, false, |_| {}).unwrap();
+    r.export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+        .unwrap();
     normalized(&String::from_utf8(out).unwrap())
 }
 

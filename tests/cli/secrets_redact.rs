@@ -122,7 +122,7 @@ fn library_appends_are_redacted_before_disk() {
     .unwrap();
     s.close().unwrap();
     assert_gone(&root, &secrets);
-    let r = store.reader("s1").unwrap();
+    let r = store.open_reader("s1").unwrap();
     let mut recorded = 0;
     for seq in 0..r.len() {
         let e = r.get_owned(seq).unwrap();
@@ -134,7 +134,8 @@ fn library_appends_are_redacted_before_disk() {
     assert!(r.meta().title.present().unwrap().contains("[REDACTED:"));
     // Every rule fired somewhere.
     let mut jsonl = Vec::new();
-    r.export(&mut jsonl, true, |_| {}).unwrap();
+    r.export(&mut jsonl, agentlog::session::HeaderLine::Include, |_| {})
+        .unwrap();
     let text = String::from_utf8(jsonl.clone()).unwrap();
     for rule in RULES {
         assert!(text.contains(&format!("[REDACTED:{rule}]")), "{rule}");
@@ -146,9 +147,9 @@ fn library_appends_are_redacted_before_disk() {
         .unwrap();
     let mut again = Vec::new();
     plain
-        .reader("s1")
+        .open_reader("s1")
         .unwrap()
-        .export(&mut again, true, |_| {})
+        .export(&mut again, agentlog::session::HeaderLine::Include, |_| {})
         .unwrap();
     assert_eq!(String::from_utf8(again).unwrap(), text);
 }
@@ -201,11 +202,12 @@ fn import_redacts_events_and_header() {
         std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let r = store.reader("imp").unwrap();
+    let r = store.open_reader("imp").unwrap();
     let title = r.meta().title.present().unwrap().clone();
     assert!(title.contains("[HASH:"), "{title}");
     let mut out = Vec::new();
-    r.export(&mut out, true, |_| {}).unwrap();
+    r.export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
+        .unwrap();
     let header = String::from_utf8(out).unwrap();
     let header = header.lines().next().unwrap();
     assert!(header.contains(r#""x-redacted":[{"rule":"#), "{header}");
@@ -265,7 +267,7 @@ fn the_importers_redact() {
     assert_eq!(summary.created.len(), 2, "{summary:?}");
     assert_gone(&root, &secrets);
     for id in &summary.created {
-        let r = store.reader(id).unwrap();
+        let r = store.open_reader(id).unwrap();
         let n = (0..r.len())
             .filter(|&s| r.get_owned(s).unwrap().extra.contains_key(REDACTED_MEMBER))
             .count();

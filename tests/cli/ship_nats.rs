@@ -126,7 +126,11 @@ fn ship_then_restore_is_byte_identical() {
 
     // The stream holds every event once; the cursors say so.
     for id in [&coding, &typo, &"gen.1".to_string()] {
-        let len = Store::open(a.store()).unwrap().reader(id).unwrap().len();
+        let len = Store::open(a.store())
+            .unwrap()
+            .open_reader(id)
+            .unwrap()
+            .len();
         let state = remote_state(&url, id);
         assert_eq!(state.events, len, "{id}");
         assert_eq!(state.last_seq, Some(len - 1), "{id}");

@@ -41,9 +41,11 @@ mod tool_result_error_verbatim {
                 .import(file.as_bytes(), ImportOptions::default(), |_| {})
                 .unwrap_or_else(|e| panic!("{error}: {e}"))
                 .id;
-            let reader = store.reader(&id).unwrap();
+            let reader = store.open_reader(&id).unwrap();
             let mut out = Vec::new();
-            reader.export(&mut out, false, |_| {}).unwrap();
+            reader
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+                .unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file, "{error}");
             // Owned (decoded from the archive) and written again: the same line.
             assert_eq!(
@@ -52,7 +54,7 @@ mod tool_result_error_verbatim {
                 "{error}"
             );
             // The projection does not show the error, whatever its shape.
-            assert_eq!(reader.derive_messages().unwrap().len(), 1);
+            assert_eq!(reader.messages().unwrap().len(), 1);
         }
     }
 
@@ -144,9 +146,9 @@ mod turn_end_error_message {
                 .id;
             let mut out = Vec::new();
             store
-                .reader(&id)
+                .open_reader(&id)
                 .unwrap()
-                .export(&mut out, false, |_| {})
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
                 .unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file);
         }

@@ -45,7 +45,7 @@ fn import(store: &Store, paths: &[PathBuf], format: Option<Format>) -> Summary {
 }
 
 fn reader(store: &Store, id: &str) -> SessionReader {
-    store.reader(id).unwrap()
+    store.open_reader(id).unwrap()
 }
 
 fn events(r: &SessionReader) -> Vec<Event> {
@@ -94,10 +94,10 @@ fn every_sample_imports_and_exports_back_byte_identical() {
             file.display()
         );
         // Derived histories render for both providers.
-        let messages = r.derive_messages().unwrap();
+        let messages = r.messages().unwrap();
         assert!(!messages.is_empty(), "{}", file.display());
-        let openai = agentlog::project::render_openai(&messages);
-        let anthropic = agentlog::project::render_anthropic(&messages);
+        let openai = agentlog::projection::render_openai(&messages);
+        let anthropic = agentlog::projection::render_anthropic(&messages);
         assert!(openai.to_string().contains("\"role\":\"user\""));
         assert!(anthropic.to_string().contains("\"messages\""));
         // Requests the providers accept (their request shapes, every tool call answered).
@@ -432,7 +432,7 @@ fn claude_code_compaction_becomes_compact_events_with_replace() {
     for want in ["compact/start", "compact/summary", "compact/end"] {
         assert_eq!(t.iter().filter(|x| *x == want).count(), 1, "{t:?}");
     }
-    let history = r.derive_messages().unwrap().to_value().to_string();
+    let history = r.messages().unwrap().to_value().to_string();
     assert!(!history.contains("\"role\":\"assistant\""), "{history}");
     assert!(history.contains("Summary: first/answer"));
     assert!(history.contains("second"));
@@ -685,7 +685,7 @@ fn follow_imports_lines_appended_while_it_runs() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let export = || -> Option<Vec<u8>> {
         let store = Store::open(&store_dir).ok()?;
-        let r = store.reader("claude-s5").ok()?;
+        let r = store.open_reader("claude-s5").ok()?;
         let mut out = Vec::new();
         export_source(&r, &mut out).ok()?;
         Some(out)
@@ -848,7 +848,7 @@ fn claude_code_rewind_leaves_the_abandoned_branch_out_of_the_history() {
     let (store, id, _) = import_one(dir.path(), &file);
     let r = reader(&store, &id);
     assert_lifecycle_clean(&r);
-    let history = r.derive_messages().unwrap().to_value().to_string();
+    let history = r.messages().unwrap().to_value().to_string();
     for kept in [
         "first question",
         "answer one",
@@ -874,7 +874,7 @@ fn claude_code_rewind_leaves_the_abandoned_branch_out_of_the_history() {
     let prefix = write(dir.path(), "pre/rw.jsonl", &refs[..9], "\n");
     let (store2, id2, _) = import_one(&dir.path().join("pre"), &prefix);
     let history = reader(&store2, &id2)
-        .derive_messages()
+        .messages()
         .unwrap()
         .to_value()
         .to_string();
@@ -901,7 +901,7 @@ fn claude_code_rewind_leaves_the_abandoned_branch_out_of_the_history() {
     let (store3, id3, _) = import_one(&dir.path().join("root"), &file);
     let r = reader(&store3, &id3);
     assert_lifecycle_clean(&r);
-    let history = r.derive_messages().unwrap().to_value().to_string();
+    let history = r.messages().unwrap().to_value().to_string();
     assert!(history.contains("a new first question") && history.contains("newest answer"));
     for gone in [
         "\"first question",

@@ -74,7 +74,7 @@ fn import(store: &Path, tree: &Path, jobs: usize) -> String {
 
 /// A session's events and the source file it exports.
 fn contents(store: &Store, id: &str) -> (Vec<Event>, Vec<u8>) {
-    let r = store.reader(id).unwrap();
+    let r = store.open_reader(id).unwrap();
     let events = (0..r.len()).map(|s| r.get_owned(s).unwrap()).collect();
     let mut source = Vec::new();
     // (A `-sidechains` session keeps no source lines: its main session exports them.)

@@ -31,7 +31,7 @@ fn payload(i: u64) -> Vec<u8> {
 }
 
 fn write_log(dir: &Path, n: u64, segment_size: u64) -> Vec<Vec<u8>> {
-    let (log, _) = Log::open(dir, Options::default().segment_size(segment_size)).unwrap();
+    let log = Log::open(dir, Options::default().segment_size(segment_size)).unwrap();
     let all: Vec<Vec<u8>> = (0..n).map(payload).collect();
     for p in &all {
         log.append(p).unwrap();
@@ -116,8 +116,8 @@ fn a_dictionary_compressed_segment_reads_back_every_record_and_verifies() {
     assert!(report.is_clean() && report.damage.is_none(), "{report:?}");
     assert_eq!(report.events, 12_000);
     // A writer appends after the cold segments, a reader reads both.
-    let (log, open) = Log::open(&dir, Options::default()).unwrap();
-    assert_eq!(open.events, 12_000);
+    let log = Log::open(&dir, Options::default()).unwrap();
+    assert_eq!(log.recovery_report().events, 12_000);
     assert_eq!(log.append(b"after").unwrap(), 12_000);
     log.close().unwrap();
     let mut all = all;
@@ -180,7 +180,7 @@ fn a_version_1_cold_segment_still_reads_and_verifies() {
     assert!(compress_log(&dir, &OsStorage).unwrap().is_empty());
     assert_eq!(cold_header(&segs[0]), (1, 0));
     // A writer appends after them; the new segment is written as version 2.
-    let (log, _) = Log::open(&dir, Options::default()).unwrap();
+    let log = Log::open(&dir, Options::default()).unwrap();
     assert_eq!(log.append(b"after").unwrap(), 700);
     log.close().unwrap();
     let done = compress_log(&dir, &OsStorage).unwrap();

@@ -37,7 +37,7 @@ fn segments(dir: &Path) -> Vec<(u64, PathBuf)> {
 
 /// Appends records `from..to` to the log in `dir` (created when missing) and closes it.
 fn append(dir: &Path, from: u64, to: u64) {
-    let (log, _) = Log::open(dir, opts()).unwrap();
+    let log = Log::open(dir, opts()).unwrap();
     assert_eq!(log.len(), from);
     for seq in from..to {
         assert_eq!(log.append(&payload(seq)).unwrap(), seq);
@@ -182,7 +182,7 @@ fn segments_rolled_after_a_reader_opened_from_the_hint_are_seen_on_refresh() {
     let mut r = LogReader::open(tmp.path()).unwrap();
     assert_eq!(r.len(), EVENTS / 2);
     let before = segments(tmp.path()).len();
-    let (log, _) = Log::open(tmp.path(), opts()).unwrap();
+    let log = Log::open(tmp.path(), opts()).unwrap();
     for seq in EVENTS / 2..EVENTS {
         log.append(&payload(seq)).unwrap();
     }
@@ -221,7 +221,7 @@ fn fork_and_recovery_stay_right_with_the_hint() {
     bytes[end] ^= 0x01;
     std::fs::write(&path, &bytes).unwrap();
     let salvage = opts().recovery(agentlog::log::RecoveryMode::Salvage);
-    let (log, _) = Log::open(&from, salvage).unwrap();
+    let log = Log::open(&from, salvage).unwrap();
     let kept = log.len();
     assert!(kept > base && kept < EVENTS, "cut at {kept}");
     log.close().unwrap();
@@ -241,7 +241,7 @@ fn after_a_power_cut_the_hint_never_makes_a_reader_answer_short() {
             let tmp = tempfile::tempdir().unwrap();
             let sim = Arc::new(SimStorage::new());
             let o = opts().durability(Durability::Os).storage(sim.clone());
-            let (log, _) = Log::open(tmp.path(), o).unwrap();
+            let log = Log::open(tmp.path(), o).unwrap();
             for seq in 0..cut_after {
                 log.append(&payload(seq)).unwrap();
             }

@@ -100,7 +100,7 @@ fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_rec
             .segment_size(16 << 10)
             .preallocate(4 << 10)
             .storage(sim.clone());
-        let (log, _) = Log::open(dir.path(), opts).unwrap();
+        let log = Log::open(dir.path(), opts).unwrap();
         sim.set_sync_delay(Duration::from_millis(4));
         sim.set_failed_sync_loses_writes(true);
         let fail_at = rng.range(20, 80);
@@ -146,11 +146,12 @@ fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_rec
         sim.power_cut(PowerCut::KeepSynced).unwrap();
         let log = Arc::try_unwrap(log).unwrap_or_else(|_| panic!("a thread still holds the log"));
         log.abandon();
-        let (log, report) = Log::open(
+        let log = Log::open(
             dir.path(),
             Options::default().recovery(RecoveryMode::Salvage),
         )
         .unwrap();
+        let report = log.recovery_report();
         let reader = log.reader();
         for (&seq, p) in &acked {
             assert!(

@@ -6,16 +6,16 @@ use testkit::project as project_common;
 use std::collections::HashMap;
 
 use agentlog::event::{parse_json, Block, Value};
-use agentlog::project::{
-    check_rendered, check_request, derive, derive_at, render, render_anthropic, render_openai,
-    Format, Messages, Projector, Role, HISTORY_START,
+use agentlog::projection::{
+    self, check_rendered, check_request, render, render_anthropic, render_openai, Format, Messages,
+    Projector, Role, HISTORY_START,
 };
 use project_common::{examples, json_eq, sorted};
 
 #[test]
 fn examples_derive_their_messages_json() {
     for (name, events, expected) in examples() {
-        let messages = derive(&events).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let messages = projection::messages(&events).unwrap_or_else(|e| panic!("{name}: {e}"));
         let got = messages.to_value();
         assert!(
             json_eq(&got, &expected),
@@ -44,14 +44,14 @@ fn derive_at_every_prefix_equals_the_incremental_snapshot() {
         }
         // Every snapshot is still what it was when taken: compare after all events are applied.
         for (n, snapshot) in snapshots.iter().enumerate() {
-            let fresh = derive(&events[..n]).unwrap();
+            let fresh = projection::messages(&events[..n]).unwrap();
             assert_eq!(*snapshot, fresh, "{name}: snapshot at {n}");
-            let at = derive_at(&events, n as u64).unwrap();
-            assert_eq!(at, fresh, "{name}: derive_at({n})");
+            let at = projection::messages_at(&events, n as u64).unwrap();
+            assert_eq!(at, fresh, "{name}: projection::messages_at({n})");
             assert_eq!(
                 at.to_value(),
                 fresh.to_value(),
-                "{name}: derive_at({n}) value"
+                "{name}: projection::messages_at({n}) value"
             );
         }
         assert_eq!(projector.events_seen(), events.len() as u64, "{name}");
@@ -64,8 +64,8 @@ fn compaction_in_the_coding_session_replaces_its_run() {
         .into_iter()
         .find(|(name, ..)| name == "coding-session")
         .unwrap();
-    let before = derive_at(&events, 74).unwrap();
-    let after = derive_at(&events, 75).unwrap();
+    let before = projection::messages_at(&events, 74).unwrap();
+    let after = projection::messages_at(&events, 75).unwrap();
     // Seq 74 replaces the nodes of events 0..=25: the system prompt and the first turn.
     let replaced = before.iter().take_while(|m| m.source_seq <= 25).count();
     assert!(replaced >= 2);
@@ -121,7 +121,7 @@ fn objects(v: &Value) -> Vec<&Value> {
 #[test]
 fn openai_rendering_of_the_examples() {
     for (name, events, _) in examples() {
-        let messages = derive(&events).unwrap();
+        let messages = projection::messages(&events).unwrap();
         let rendered = render_openai(&messages);
         let items = rendered.as_array().unwrap();
         let uses = tool_uses(&messages);
@@ -202,7 +202,7 @@ fn openai_rendering_of_the_examples() {
 #[test]
 fn anthropic_rendering_of_the_examples() {
     for (name, events, _) in examples() {
-        let messages = derive(&events).unwrap();
+        let messages = projection::messages(&events).unwrap();
         let rendered = render_anthropic(&messages);
         let list = rendered.get("messages").and_then(Value::as_array).unwrap();
         // Roles alternate.
@@ -290,7 +290,7 @@ fn system_messages_are_gathered_for_anthropic_and_kept_in_place_for_openai() {
     );
     log.system("Now be verbose.");
     log.user("q2");
-    let messages = derive(&log.events).unwrap();
+    let messages = projection::messages(&log.events).unwrap();
 
     let anthropic = render_anthropic(&messages);
     assert_eq!(
@@ -347,7 +347,7 @@ fn unknown_blocks_pass_through_both_renderings() {
         r#"{"turn":1,"step":1,"message":{"role":"tool","toolName":"cat","content":[{"type":"text","text":"l1"},{"type":"text","text":"l2"}],"isError":false},"callId":"d"}"#,
         "",
     );
-    let messages = derive(&log.events).unwrap();
+    let messages = projection::messages(&log.events).unwrap();
     let openai = render_openai(&messages);
     let described = r#"{"type":"text","text":"[image block left out: no OpenAI equivalent here]"}"#;
     assert_eq!(
@@ -379,12 +379,12 @@ fn unknown_blocks_pass_through_both_renderings() {
 #[test]
 fn check_request_accepts_the_projection_and_finds_a_divergence() {
     for (name, events, _) in examples() {
-        let recorded = derive(&events).unwrap();
+        let recorded = projection::messages(&events).unwrap();
         // The projection itself, and a copy built by hand (no source seqs).
         assert_eq!(check_request(&recorded, &recorded.clone()), Ok(()));
         let copy: Messages = recorded
             .iter()
-            .map(|m| agentlog::project::Message::new(m.role, m.content.clone()))
+            .map(|m| agentlog::projection::Message::new(m.role, m.content.clone()))
             .collect();
         assert_eq!(check_request(&recorded, &copy), Ok(()), "{name}");
 
@@ -455,7 +455,7 @@ fn reversed_members(v: &Value) -> Value {
 #[test]
 fn check_rendered_accepts_the_renderings_and_finds_injected_divergences() {
     for (name, events, _) in examples() {
-        let recorded = derive(&events).unwrap();
+        let recorded = projection::messages(&events).unwrap();
         for format in [Format::Neutral, Format::OpenAi, Format::Anthropic] {
             let request = render(format, &recorded);
             assert_eq!(
@@ -524,7 +524,7 @@ fn check_rendered_compares_numbers_by_value_and_openai_arguments_as_json() {
         1,
         r#"[{"type":"tool_use","id":"c","name":"f","input":{"a":1.0,"b":[1E+400,"x"]}}]"#,
     );
-    let recorded = derive(&log.events).unwrap();
+    let recorded = projection::messages(&log.events).unwrap();
 
     let request = parse_json(
         r#"[{"role":"system","content":"sys"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"b\": [10e399, \"x\"], \"a\": 1}"}}]}]"#,

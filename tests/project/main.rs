@@ -1,5 +1,5 @@
 //! The project layer's integration tests, one binary (`cargo test --test project`):
-//! `agentlog::project`: the projection of a session into messages and its provider renderings.
+//! `agentlog::projection`: the projection of a session into messages and its provider renderings.
 //! See `tests/README.md`.
 
 mod examples;

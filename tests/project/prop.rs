@@ -8,8 +8,8 @@
 use testkit::project as project_common;
 
 use agentlog::event::{Block, Event, EventData, Map};
-use agentlog::project::{
-    derive, derive_at, render_anthropic, render_openai, Message, Messages, Projector, Role,
+use agentlog::projection::{
+    self, render_anthropic, render_openai, Message, Messages, Projector, Role,
 };
 use project_common::provider_schema::{check_anthropic, check_openai};
 use project_common::{assistant_data, q, replace_op, user_data, Log};
@@ -350,10 +350,10 @@ proptest! {
 
         // Later events changed no snapshot; each equals a fresh derive of its prefix.
         for (n, snapshot) in snapshots.iter().enumerate() {
-            let fresh = derive(&events[..=n]).unwrap();
+            let fresh = projection::messages(&events[..=n]).unwrap();
             prop_assert_eq!(snapshot, &fresh, "prefix {}", n + 1);
             prop_assert_eq!(snapshot, &Messages::from(session.expected[n].clone()));
-            prop_assert_eq!(&derive_at(events, n as u64 + 1).unwrap(), &fresh);
+            prop_assert_eq!(&projection::messages_at(events, n as u64 + 1).unwrap(), &fresh);
         }
 
         // At every point a model is called (a step starts) both renderings are requests the

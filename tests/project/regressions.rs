@@ -7,7 +7,7 @@ mod repeated_call_ids {
     use testkit::project as project_common;
 
     use agentlog::event::ReasonKind;
-    use agentlog::project::Projector;
+    use agentlog::projection::Projector;
     use agentlog::session::{replay, Rule, SessionStats};
     use agentlog::store::{ImportOptions, Store};
     use project_common::Log;
@@ -33,8 +33,8 @@ mod repeated_call_ids {
             .import(R7.as_bytes(), ImportOptions::default(), |_| {})
             .unwrap()
             .id;
-        let reader = store.reader(&id).unwrap();
-        let history = reader.derive_messages().unwrap().to_canonical_string();
+        let reader = store.open_reader(&id).unwrap();
+        let history = reader.messages().unwrap().to_canonical_string();
         assert_eq!(
             history.matches(r#""toolUseId":"call_0""#).count(),
             2,
@@ -224,7 +224,7 @@ mod result_answers_earlier_turn {
             .import(R2.as_bytes(), ImportOptions::default(), |_| {})
             .unwrap()
             .id;
-        let report = replay(&store.reader(&id).unwrap(), None).unwrap();
+        let report = replay(&store.open_reader(&id).unwrap(), None).unwrap();
         let calls: Vec<_> = report.steps.iter().flat_map(|s| &s.calls).collect();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].call.seq, 2);
@@ -254,8 +254,8 @@ mod result_answers_earlier_turn {
         (log, old, new)
     }
 
-    fn projector(log: &Log) -> agentlog::project::Projector {
-        let mut p = agentlog::project::Projector::new();
+    fn projector(log: &Log) -> agentlog::projection::Projector {
+        let mut p = agentlog::projection::Projector::new();
         for e in &log.events {
             p.apply(e).unwrap();
         }

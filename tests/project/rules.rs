@@ -4,7 +4,7 @@
 use testkit::project as project_common;
 
 use agentlog::event::{Block, Event, SurfaceOp, ToolContent};
-use agentlog::project::{derive, Messages, ProjectError, Projector, RangeEnd, Role};
+use agentlog::projection::{self, Messages, ProjectError, Projector, RangeEnd, Role};
 use project_common::{replace_op, Log};
 
 /// The source seqs of the surface, in order.
@@ -470,13 +470,15 @@ fn snapshots_never_change() {
     // And a snapshot is equal to (and shares storage with) the projector's state.
     let now = p.messages();
     assert!(now.ptr_eq(&p.messages()));
-    assert_eq!(derive(&log.events).unwrap(), now);
+    assert_eq!(projection::messages(&log.events).unwrap(), now);
 }
 
 // ------------------------------------------------ provider renderings (issue 15, first part)
 
 use agentlog::event::{EventType, Value};
-use agentlog::project::{check_rendered, render_anthropic, render_openai, Format, OUTCOME_UNKNOWN};
+use agentlog::projection::{
+    check_rendered, render_anthropic, render_openai, Format, OUTCOME_UNKNOWN,
+};
 use project_common::provider_schema::{check_anthropic, check_openai};
 
 /// Both renderings of `messages` pass the providers' request shapes and tool-call rules.
@@ -484,7 +486,7 @@ fn assert_accepted(what: &str, messages: &Messages) {
     check_openai(&render_openai(messages)).unwrap_or_else(|e| panic!("{what}: {e}"));
     check_anthropic(&render_anthropic(messages)).unwrap_or_else(|e| panic!("{what}: {e}"));
     for format in [Format::OpenAi, Format::Anthropic] {
-        let rendered = agentlog::project::render(format, messages);
+        let rendered = agentlog::projection::render(format, messages);
         assert_eq!(
             check_rendered(format, messages, &rendered),
             Ok(()),
@@ -531,7 +533,7 @@ fn a_call_left_unanswered_in_a_closed_step_gets_the_synthetic_result() {
     log.tool_call(1, 1, "c1", "ls");
     log.tool_call(1, 1, "c2", "ls");
     log.result(1, 1, "ls", Some("c1"), None);
-    let open = derive(&log.events).unwrap();
+    let open = projection::messages(&log.events).unwrap();
     assert_eq!(
         render_openai(&open)
             .to_string()
@@ -545,7 +547,7 @@ fn a_call_left_unanswered_in_a_closed_step_gets_the_synthetic_result() {
         r#"{"turn":1,"reason":{"kind":"completed"}}"#,
         "",
     );
-    let closed = derive(&log.events).unwrap();
+    let closed = projection::messages(&log.events).unwrap();
     assert_eq!(
         closed.to_value(),
         open.to_value(),
@@ -598,7 +600,7 @@ fn anthropic_thinking_without_signature_and_non_object_inputs() {
     );
     log.tool_call(1, 2, "c1", "echo");
     log.result(1, 2, "echo", Some("c1"), None);
-    let messages = derive(&log.events).unwrap();
+    let messages = projection::messages(&log.events).unwrap();
     let anthropic = render_anthropic(&messages).to_string();
     assert!(!anthropic.contains("unsigned"), "{anthropic}");
     assert!(
@@ -623,7 +625,7 @@ fn openai_converts_or_describes_unknown_blocks() {
         r#"{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA"}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}},{"type":"hologram","data":1}]}"#,
         "",
     );
-    let messages = derive(&log.events).unwrap();
+    let messages = projection::messages(&log.events).unwrap();
     let rendered = render_openai(&messages);
     let openai = rendered.to_string();
     assert_eq!(

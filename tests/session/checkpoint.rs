@@ -212,7 +212,7 @@ struct Seen {
 fn seen(dir: &Path) -> Seen {
     let r = SessionReader::open(dir).unwrap();
     let l = r.lifecycle().unwrap();
-    let m = r.derive_messages().unwrap();
+    let m = r.messages().unwrap();
     let mut stats = r.stats().unwrap();
     stats.bytes = 0;
     Seen {

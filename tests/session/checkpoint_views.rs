@@ -9,7 +9,7 @@ use testkit::session as session_common;
 use std::path::{Path, PathBuf};
 
 use agentlog::log::{Options, RecoveryMode};
-use agentlog::project::Messages;
+use agentlog::projection::Messages;
 use agentlog::session::{CheckpointCheck, Session, SessionOptions, SessionReader, CHECKPOINT_FILE};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -180,7 +180,7 @@ fn describe(m: &Messages) -> (usize, String, String, Vec<String>, Vec<String>, S
 /// What a reader derives (statistics without `bytes`: the checkpoint file is counted there).
 fn derived(dir: &Path) -> (Messages, String, String) {
     let r = SessionReader::open(dir).unwrap();
-    let m = r.derive_messages().unwrap();
+    let m = r.messages().unwrap();
     let l = r.lifecycle().unwrap();
     let mut stats = r.stats().unwrap();
     stats.bytes = 0;
@@ -330,9 +330,9 @@ fn a_node_table_that_lies_is_reported_by_verify_and_never_panics() {
         }
         other => panic!("{other:?}"),
     }
-    let m = r.derive_messages().unwrap();
+    let m = r.messages().unwrap();
     let bad = m.get(1).unwrap();
-    assert_eq!(bad.role, agentlog::project::Role::System);
+    assert_eq!(bad.role, agentlog::projection::Role::System);
     let text = bad.to_canonical_string();
     assert!(
         text.contains("agentlog: the message of the event at seq") && text.contains("past the"),
@@ -359,7 +359,7 @@ fn damage_after_the_checkpoint_is_named_by_stats_and_shown_by_the_message() {
     let root = tempfile::tempdir().unwrap();
     let (dir, _) = sample(root.path());
     let r = SessionReader::open(&dir).unwrap();
-    let m = r.derive_messages().unwrap();
+    let m = r.messages().unwrap();
     let first = m.get(0).unwrap().clone();
     let second = m.get(1).unwrap().clone();
     assert_eq!(first.source_seq, 0);
@@ -372,7 +372,7 @@ fn damage_after_the_checkpoint_is_named_by_stats_and_shown_by_the_message() {
     let r = SessionReader::open(&dir).unwrap();
     let err = r.stats().unwrap_err().to_string();
     assert!(err.contains("seq 0") || err.contains("checksum"), "{err}");
-    let m = r.derive_messages().unwrap();
+    let m = r.messages().unwrap();
     let shown = m.get(0).unwrap();
     assert_ne!(*shown, first);
     assert_eq!(shown.source_seq, 0);

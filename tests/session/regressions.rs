@@ -216,7 +216,7 @@ mod session_group_commit {
 mod source_names_no_call {
     use testkit::session as session_common;
 
-    use agentlog::project::Projector;
+    use agentlog::projection::Projector;
     use agentlog::session::Rule;
     use session_common::{d, session, T};
 
@@ -346,9 +346,11 @@ mod stray_compaction_events {
                 .import(file.as_bytes(), ImportOptions::default(), |_| {})
                 .unwrap_or_else(|e| panic!("{file}: {e}"))
                 .id;
-            let reader = store.reader(&id).unwrap();
+            let reader = store.open_reader(&id).unwrap();
             let mut out = Vec::new();
-            reader.export(&mut out, false, |_| {}).unwrap();
+            reader
+                .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
+                .unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), file);
             let (lifecycle, violations) = reader.lifecycle_at(reader.len()).unwrap();
             assert!(violations.is_empty(), "{violations:?}");

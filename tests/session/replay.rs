@@ -44,7 +44,7 @@ fn dry_run_shows_steps_histories_and_recorded_calls() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let id = import(&store, "tools-and-approvals.jsonl");
-    let reader = store.reader(&id).unwrap();
+    let reader = store.open_reader(&id).unwrap();
     let report = replay(&reader, None).unwrap();
     assert!(!report.ran);
     assert_eq!(report.steps.len(), 33);
@@ -63,7 +63,7 @@ fn dry_run_shows_steps_histories_and_recorded_calls() {
     }
     // The history a step saw is the projection when it started: it grows over the session.
     let first = &report.steps[0];
-    let expected = reader.derive_at(first.seq).unwrap();
+    let expected = reader.messages_at(first.seq).unwrap();
     assert_eq!(first.history_messages, expected.len());
     assert_eq!(
         first.history_bytes as usize,
@@ -75,7 +75,7 @@ fn dry_run_shows_steps_histories_and_recorded_calls() {
     let last = report.steps.last().unwrap();
     assert_eq!(
         last.history_messages,
-        reader.derive_at(last.seq).unwrap().len()
+        reader.messages_at(last.seq).unwrap().len()
     );
     assert!(last.history_bytes > first.history_bytes);
 }
@@ -90,7 +90,7 @@ fn run_mode_reports_exactly_the_calls_that_diverge() {
         "tools-and-approvals.jsonl",
     ] {
         let id = import(&store, name);
-        let reader = store.reader(&id).unwrap();
+        let reader = store.open_reader(&id).unwrap();
         let report = replay(&reader, Some(&mut Echo)).unwrap();
         assert!(report.ran);
         assert_eq!(report.divergences, 0, "{name}");

@@ -28,9 +28,9 @@ fn store_with(toml: &str) -> (tempfile::TempDir, Store) {
 fn export(store: &Store, id: &str) -> Vec<u8> {
     let mut out = Vec::new();
     store
-        .reader(id)
+        .open_reader(id)
         .unwrap()
-        .export(&mut out, true, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
         .unwrap();
     out
 }
@@ -57,8 +57,8 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
     let dir = store.session_dir(&id).unwrap();
     assert!(segments(&dir).len() >= 4, "{:?}", segments(&dir));
     let exported = export(&store, &id);
-    let stats = store.reader(&id).unwrap().stats().unwrap();
-    let messages = store.reader(&id).unwrap().derive_messages().unwrap();
+    let stats = store.open_reader(&id).unwrap().stats().unwrap();
+    let messages = store.open_reader(&id).unwrap().messages().unwrap();
     let query = Query::new().event_type("tool/*");
     let found = search(&store, &query);
     assert!(!found.is_empty());
@@ -71,7 +71,7 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
         assert!(is_cold(&seg), "{} is compressed", seg.display());
     }
     assert_eq!(export(&store, &id), exported, "export is byte-identical");
-    let reader = store.reader(&id).unwrap();
+    let reader = store.open_reader(&id).unwrap();
     // The same statistics; the bytes on disk are fewer.
     let mut cold_stats = reader.stats().unwrap();
     assert!(
@@ -82,7 +82,7 @@ fn an_archived_session_is_compressed_and_reads_as_before() {
     );
     cold_stats.bytes = stats.bytes;
     assert_eq!(cold_stats, stats);
-    assert_eq!(reader.derive_messages().unwrap(), messages);
+    assert_eq!(reader.messages().unwrap(), messages);
     let mut after = search(&store, &query);
     after.retain(|(i, _, _)| *i == id);
     let mut expected = found.clone();
@@ -165,7 +165,7 @@ fn an_unarchived_session_takes_appends_after_its_compressed_segments() {
     assert!(segs.len() > cold.len(), "a new plain segment");
     assert!(segs[..cold.len()].iter().all(|s| is_cold(s)));
     assert!(!is_cold(segs.last().unwrap()));
-    let reader = store.reader(&id).unwrap();
+    let reader = store.open_reader(&id).unwrap();
     assert_eq!(reader.len(), before + 1);
     let out = export(&store, &id);
     assert!(
@@ -179,7 +179,7 @@ fn an_unarchived_session_takes_appends_after_its_compressed_segments() {
     // Archiving again compresses the new segment only.
     store.archive(&id).unwrap();
     assert!(segments(&dir).iter().all(|s| is_cold(s)));
-    assert_eq!(store.reader(&id).unwrap().len(), before + 1);
+    assert_eq!(store.open_reader(&id).unwrap().len(), before + 1);
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn the_store_setting_compresses_sealed_segments_of_an_active_session() {
     }
     let dir = store.session_dir(&id).unwrap();
     // While the writer is open, readers read every event (compressed or not).
-    let live = store.reader(&id).unwrap();
+    let live = store.open_reader(&id).unwrap();
     assert_eq!(live.len(), 360);
     session.close().unwrap();
     let segs = segments(&dir);
@@ -217,7 +217,7 @@ fn the_store_setting_compresses_sealed_segments_of_an_active_session() {
         "sealed segments are compressed"
     );
     assert!(!is_cold(last));
-    let reader = store.reader(&id).unwrap();
+    let reader = store.open_reader(&id).unwrap();
     assert_eq!(reader.len(), 360);
     for (seq, e) in reader.events().enumerate() {
         assert_eq!(e.unwrap().seq(), seq as u64);

@@ -42,7 +42,10 @@ fn an_import_refusal_names_its_line_and_keeps_the_refusal_typed() {
     let source = e.source().expect("a source");
     assert!(source.downcast_ref::<Error>().is_some(), "{source:?}");
     // Nothing was imported.
-    assert!(store.ids(false).unwrap().is_empty());
+    assert!(store
+        .ids(agentlog::store::Deleted::Skip)
+        .unwrap()
+        .is_empty());
 }
 
 #[test]

@@ -18,9 +18,9 @@ fn example(name: &str) -> Vec<u8> {
 fn export(store: &Store, id: &str) -> Vec<u8> {
     let mut out = Vec::new();
     store
-        .reader(id)
+        .open_reader(id)
         .unwrap()
-        .export(&mut out, false, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Omit, |_| {})
         .unwrap();
     out
 }
@@ -134,9 +134,9 @@ fn forks_of_forks_record_their_lineage() {
     // The header of an exported fork carries its lineage.
     let mut out = Vec::new();
     store
-        .reader("b")
+        .open_reader("b")
         .unwrap()
-        .export(&mut out, true, |_| {})
+        .export(&mut out, agentlog::session::HeaderLine::Include, |_| {})
         .unwrap();
     let header = std::str::from_utf8(&out)
         .unwrap()

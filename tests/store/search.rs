@@ -328,7 +328,7 @@ fn limits_stop_the_scan_and_order_is_session_then_seq() {
         .sessions
         .iter()
         .map(|s| {
-            let r = corpus.store.reader(&s.id).unwrap();
+            let r = corpus.store.open_reader(&s.id).unwrap();
             r.log()
                 .iter()
                 .map(|rec| rec.unwrap().payload.len() as u64)
@@ -389,7 +389,7 @@ fn one_session_and_named_sessions() {
         let expected = ref_search(&corpus, &only);
         assert_eq!(lib_search(&corpus, &only).0, expected);
         // The session-level search gives the same, ignoring the query's sessions.
-        let reader = corpus.store.reader(&s.id).unwrap();
+        let reader = corpus.store.open_reader(&s.id).unwrap();
         let mut seqs = Vec::new();
         let stats = reader
             .search(&q.to_query().session("ignored"), |e| {

@@ -72,7 +72,7 @@ fn session(store: &Store, id: &str, turns: u64) -> SessionReader {
             |_| {},
         )
         .unwrap();
-    store.reader(id).unwrap()
+    store.open_reader(id).unwrap()
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn every_statistic_of_every_session() {
     let corpus = Corpus::build();
     let mut with_latency = 0;
     for s in &corpus.sessions {
-        let reader = corpus.store.reader(&s.id).unwrap();
+        let reader = corpus.store.open_reader(&s.id).unwrap();
         let lib = reader.stats().unwrap();
         let r = ref_stats(&s.events);
         same(&lib, &r, &s.id);
@@ -93,7 +93,7 @@ fn the_whole_store() {
     let bytes: u64 = corpus
         .sessions
         .iter()
-        .map(|s| corpus.store.reader(&s.id).unwrap().bytes_on_disk())
+        .map(|s| corpus.store.open_reader(&s.id).unwrap().bytes_on_disk())
         .sum();
     assert_eq!(all.total.bytes, bytes);
     let mut want = ref_json(&r, bytes);
@@ -115,7 +115,12 @@ fn an_empty_store_and_an_empty_session() {
         r#"{"events":0,"byType":{},"turns":0,"endReasons":{},"turnDurationMs":{"median":null,"max":null},"steps":0,"tokens":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"reasoning":0},"tools":{},"unansweredCalls":0,"bytes":0,"sessions":0}"#
     );
     let corpus = Corpus::build();
-    let empty = corpus.store.reader("gen-empty").unwrap().stats().unwrap();
+    let empty = corpus
+        .store
+        .open_reader("gen-empty")
+        .unwrap()
+        .stats()
+        .unwrap();
     assert_eq!(empty.events, 0);
     assert!(empty.tools.is_empty() && empty.turn_durations.is_empty());
 }
@@ -124,7 +129,12 @@ fn an_empty_store_and_an_empty_session() {
 fn the_fix_typo_example_by_hand() {
     // Independent of the reference: the numbers read off the file.
     let corpus = Corpus::build();
-    let s = corpus.store.reader("ex-fix-typo").unwrap().stats().unwrap();
+    let s = corpus
+        .store
+        .open_reader("ex-fix-typo")
+        .unwrap()
+        .stats()
+        .unwrap();
     let json = s.to_json().to_string();
     let bytes = s.bytes;
     assert_eq!(
@@ -140,7 +150,7 @@ fn the_fix_typo_example_by_hand() {
 fn the_collector_reads_archived_events_in_order() {
     // Fed event by event, the collector gives what the reader's stats give (but the bytes).
     let corpus = Corpus::build();
-    let reader = corpus.store.reader("ex-tools-and-approvals").unwrap();
+    let reader = corpus.store.open_reader("ex-tools-and-approvals").unwrap();
     let mut c = StatsCollector::new();
     for e in reader.events() {
         c.add(e.unwrap());

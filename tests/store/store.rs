@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agentlog::event::{parse_draft_line, parse_json};
-use agentlog::session::{SessionReader, SessionState};
+use agentlog::session::{HeaderLine, SessionReader, SessionState};
 use agentlog::store::{ImportOptions, NewSession, Store, StoreNotice};
 use agentlog::Error;
 use project_common::json_eq;
@@ -22,6 +22,11 @@ fn import(store: &Store, bytes: &[u8], options: ImportOptions) -> agentlog::Resu
 
 fn export(reader: &SessionReader, header: bool) -> Vec<u8> {
     let mut out = Vec::new();
+    let header = if header {
+        HeaderLine::Include
+    } else {
+        HeaderLine::Omit
+    };
     reader.export(&mut out, header, |_| {}).unwrap();
     out
 }
@@ -33,13 +38,13 @@ fn the_examples_import_export_and_derive_exactly() {
     for name in ["fix-typo", "coding-session", "tools-and-approvals"] {
         let bytes = std::fs::read(examples_dir().join(format!("{name}.jsonl"))).unwrap();
         let id = import(&store, &bytes, ImportOptions::default()).unwrap();
-        let reader = store.reader(&id).unwrap();
+        let reader = store.open_reader(&id).unwrap();
         let has_header = bytes.starts_with(br#"{"type":"session""#);
         assert_eq!(export(&reader, has_header), bytes, "{name}: export differs");
         let expected =
             std::fs::read_to_string(examples_dir().join(format!("{name}.messages.json"))).unwrap();
         let expected = parse_json(&expected).unwrap();
-        let derived = reader.derive_messages().unwrap().to_value();
+        let derived = reader.messages().unwrap().to_value();
         assert!(
             json_eq(&derived, &expected),
             "{name}: derive differs\n{derived}"
@@ -131,7 +136,7 @@ fn a_refused_import_leaves_nothing_behind() {
     )
     .unwrap_err();
     assert!(matches!(err, Error::Exists(_)), "{err}");
-    assert_eq!(store.reader(&id).unwrap().len(), 10);
+    assert_eq!(store.open_reader(&id).unwrap().len(), 10);
 }
 
 #[test]
@@ -156,7 +161,7 @@ fn ids_are_names_never_paths() {
             "{bad:?}"
         );
         assert!(
-            matches!(store.reader(bad), Err(Error::InvalidId(_))),
+            matches!(store.open_reader(bad), Err(Error::InvalidId(_))),
             "{bad:?}"
         );
         let good = std::fs::read(examples_dir().join("fix-typo.jsonl")).unwrap();
@@ -172,7 +177,10 @@ fn ids_are_names_never_paths() {
             Err(Error::InvalidId(_))
         ));
     }
-    assert!(matches!(store.reader("missing"), Err(Error::NotFound(_))));
+    assert!(matches!(
+        store.open_reader("missing"),
+        Err(Error::NotFound(_))
+    ));
     // New ids are unique and sort by creation time.
     let ids: Vec<String> = (0..20)
         .map(|_| store.create(NewSession::default()).unwrap().id())
@@ -356,7 +364,7 @@ fn import_without_header_gets_a_new_id_and_the_given_title() {
     assert!(!report.had_header);
     assert_eq!(report.events, 10);
     assert_eq!(report.id.len(), 26);
-    let r = store.reader(&report.id).unwrap();
+    let r = store.open_reader(&report.id).unwrap();
     assert_eq!(r.meta().title.present().map(String::as_str), Some("typo"));
     // Exported with a header, and imported again under another id, it is the same session.
     let with_header = export(&r, true);
@@ -369,7 +377,7 @@ fn import_without_header_gets_a_new_id_and_the_given_title() {
         },
     )
     .unwrap();
-    assert_eq!(export(&store.reader(&again).unwrap(), false), bytes);
+    assert_eq!(export(&store.open_reader(&again).unwrap(), false), bytes);
 }
 
 /// A library user can learn each event's record size from a reader: the payload and what the
@@ -386,7 +394,7 @@ fn a_reader_tells_each_records_size() {
         s.append_draft(parse_draft_line(&line).unwrap()).unwrap();
     }
     s.close().unwrap();
-    let r = store.reader("r").unwrap();
+    let r = store.open_reader("r").unwrap();
     let small = r.record_size(0).unwrap();
     let big = r.record_size(1).unwrap();
     assert!(big.payload >= small.payload + 999, "{small:?} {big:?}");
@@ -444,7 +452,7 @@ fn import_limited_takes_a_prefix_of_events_or_bytes() {
         let r = store
             .import_limited(bytes.as_slice(), options, limit, |_| {})
             .unwrap();
-        (r.events, export(&store.reader(id).unwrap(), false))
+        (r.events, export(&store.open_reader(id).unwrap(), false))
     };
     // The header line, then events: the first k lines hold k - 1 events.
     let events_of = |k: usize| lines[1..k].concat();

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 
-use agentlog::project::{render, Format};
+use agentlog::projection::{render, Format};
 
 use crate::cmd::print_json;
 use crate::target::Ctx;
@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         Some(at) => at,
         None => reader.len(),
     };
-    let messages = reader.derive_at(n).map_err(|e| target.error(e))?;
+    let messages = reader.messages_at(n).map_err(|e| target.error(e))?;
     let format = match args.format {
         FormatArg::Neutral => Format::Neutral,
         FormatArg::Openai => Format::OpenAi,

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 
+use agentlog::session::HeaderLine;
+
 use crate::progress::Progress;
 use crate::target::Ctx;
 
@@ -79,17 +81,22 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             path.display()
         ));
     }
+    let header = if args.header {
+        HeaderLine::Include
+    } else {
+        HeaderLine::Omit
+    };
     match output {
         None => {
             let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             reader
-                .export(out, args.header, |n| progress.set(n))
+                .export(out, header, |n| progress.set(n))
                 .map_err(|e| target.error(e))?;
         }
         Some(path) => {
             write_atomically(path, |out| {
                 reader
-                    .export(out, args.header, |n| progress.set(n))
+                    .export(out, header, |n| progress.set(n))
                     .map(|_| ())
                     .map_err(|e| target.error(e))
             })?;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use agentlog::event::Value;
-use agentlog::store::SessionInfo;
+use agentlog::store::{Deleted, SessionInfo};
 
 use crate::cmd::print_json;
 use crate::output::{date_time, one_line, size, Color, Paint};
@@ -32,7 +32,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     ctx.require()?;
     let store = ctx.open_store()?;
     let ids = store
-        .ids(args.all)
+        .ids(if args.all {
+            Deleted::Include
+        } else {
+            Deleted::Skip
+        })
         .map_err(|e| ctx.error("cannot list store", e))?;
     for id in ids {
         match store.info(&id) {

@@ -120,7 +120,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         ctx.require()?;
         let store = ctx.open_store()?;
         printer.width = store
-            .ids(false)
+            .ids(agentlog::store::Deleted::Skip)
             .map_err(|e| ctx.error("cannot list store", e))?
             .iter()
             .map(|id| id.chars().count())

@@ -137,7 +137,9 @@ fn redactor(store: &Store, rules: Option<&str>) -> Result<Redactor> {
 
 fn ids(store: &Store, ids: Vec<String>, all: bool) -> Result<Vec<String>> {
     if all {
-        store.ids(true).map_err(|e| anyhow!("{e}"))
+        store
+            .ids(agentlog::store::Deleted::Include)
+            .map_err(|e| anyhow!("{e}"))
     } else {
         Ok(ids)
     }

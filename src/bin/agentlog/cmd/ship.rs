@@ -149,7 +149,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         }
         let ids = if args.all {
             // Deleted ones too: their deletion is shipped (metadata only).
-            store.ids(true)?
+            store.ids(agentlog::store::Deleted::Include)?
         } else {
             args.sessions.clone()
         };

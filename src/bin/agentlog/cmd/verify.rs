@@ -55,7 +55,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             ctx.require()?;
             let store = ctx.open_store()?;
             let ids = store
-                .ids(true)
+                .ids(agentlog::store::Deleted::Include)
                 .map_err(|e| ctx.error("cannot list store", e))?;
             note_strangers(ctx, &ids);
             ids.iter().map(|id| ctx.in_store(id)).collect()
@@ -333,7 +333,7 @@ fn check(target: &Target) -> Result<Checked> {
                     Ok(_) => {}
                     Err(e) => problems.push(format!("checkpoint: {e}")),
                 }
-                if let Err(e) = reader.derive_at(n) {
+                if let Err(e) = reader.messages_at(n) {
                     problems.push(format!("projection: {e}"));
                 }
             }

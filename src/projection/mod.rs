@@ -5,7 +5,8 @@
 //! - [`Projector`] applies events one at a time ([`Projector::check`] first, to refuse an
 //!   append whose `surfaceOp` or tool result cannot be projected). [`Projector::messages`] is
 //!   an O(1) immutable snapshot ([`Messages`], a persistent vector of shared [`Message`]s).
-//! - [`derive()`] / [`derive_at`] project a whole log, or its first `n` events.
+//! - [`messages()`] / [`messages_at`] project a whole log, or its first `n` events (the same
+//!   names as `Session::messages`, `SessionReader::messages` / `messages_at`).
 //! - [`render_openai`], [`render_anthropic`] (and [`render`] by [`Format`]) are views of the
 //!   neutral projection.
 //! - [`check_request`] and [`check_rendered`] compare a request about to be sent with the
@@ -13,7 +14,7 @@
 //!
 //! ```
 //! use agentlog::event::parse_jsonl;
-//! use agentlog::project::{check_rendered, render_openai, Format, Projector, Role};
+//! use agentlog::projection::{check_rendered, render_openai, Format, Projector, Role};
 //!
 //! let log = br#"{"type":"user/message","seq":0,"time":1,"data":{"role":"user","content":[{"type":"text","text":"Hi"}]}}
 //! {"type":"turn/start","seq":1,"time":2,"data":{"turn":1}}
@@ -101,8 +102,10 @@ pub use check::{check_rendered, check_request, Divergence};
 pub use error::{ProjectError, RangeEnd};
 pub(crate) use message::{Frozen, FrozenSource};
 pub use message::{Iter, Message, Messages, Role};
-pub use projector::{derive, derive_at, Projector, ToolCallInfo};
-pub(crate) use projector::{node_message, NodeTable, NODE_ENTRY};
+#[allow(deprecated)]
+pub use projector::{derive, derive_at};
+pub use projector::{messages, messages_at, Projector, ToolCallInfo};
+pub(crate) use projector::{node_message, projector_wants, NodeTable, NODE_ENTRY};
 pub use render::{
     render, render_anthropic, render_openai, Format, UnknownFormat, HISTORY_START, OUTCOME_UNKNOWN,
 };

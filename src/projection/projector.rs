@@ -1,4 +1,4 @@
-//! The incremental projection (docs/events.md §5): [`Projector`], [`derive()`], [`derive_at`].
+//! The incremental projection (docs/events.md §5): [`Projector`], [`messages()`], [`messages_at`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -657,7 +657,7 @@ fn tool_result_message(seq: u64, result: &ToolResult, tool_use_id: String) -> Me
 
 /// The history after `events` (in seq order, from the first event of the log): a fresh
 /// [`Projector`] applied to each.
-pub fn derive<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Messages, ProjectError> {
+pub fn messages<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Messages, ProjectError> {
     let mut projector = Projector::new();
     for event in events {
         projector.apply(event)?;
@@ -665,13 +665,42 @@ pub fn derive<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Message
     Ok(projector.messages())
 }
 
-/// The history as it was when the log held `n` events: [`derive()`] of the events with seq < `n`
-/// (the rest of the iterator is not read).
+/// The history as it was when the log held `n` events: [`messages()`] of the events with
+/// seq < `n` (the rest of the iterator is not read).
+pub fn messages_at<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+    n: u64,
+) -> Result<Messages, ProjectError> {
+    messages(events.into_iter().take_while(|event| event.seq < n))
+}
+
+/// The former name of [`messages()`].
+#[deprecated(note = "renamed: use `projection::messages`")]
+pub fn derive<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Messages, ProjectError> {
+    messages(events)
+}
+
+/// The former name of [`messages_at`].
+#[deprecated(note = "renamed: use `projection::messages_at`")]
 pub fn derive_at<'a>(
     events: impl IntoIterator<Item = &'a Event>,
     n: u64,
 ) -> Result<Messages, ProjectError> {
-    derive(events.into_iter().take_while(|event| event.seq < n))
+    messages_at(events, n)
+}
+
+/// True for the types the projection reads: surface events, tool calls, and the step and turn
+/// ends (which close the calls left unanswered).
+pub(crate) fn projector_wants(t: Option<crate::event::EventType>) -> bool {
+    t.is_some_and(|t| {
+        t.is_surface()
+            || matches!(
+                t,
+                crate::event::EventType::ToolCall
+                    | crate::event::EventType::StepEnd
+                    | crate::event::EventType::TurnEnd
+            )
+    })
 }
 
 /// The message a surface event projects to: its role and content, exactly as

@@ -1,0 +1,27 @@
+//! Small helpers every layer uses, defined once.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The wall-clock time in milliseconds since the Unix epoch (0 for a clock set before it).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Locks a mutex, ignoring poisoning: the critical sections of the crate are panic-free, so the
+/// data a panicking thread leaves behind is consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Creates a directory (and its parents) with mode 0700: the crate's directories are private to
+/// their owner (docs/design.md).
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
