@@ -310,6 +310,11 @@ fn bench(c: &mut Criterion) {
     }
     if !lags.is_empty() {
         let mut lags = lags;
+        // Which appends were the slow ones (the first follows a quiet session).
+        let mut slowest: Vec<(usize, Duration)> = lags.iter().copied().enumerate().collect();
+        slowest.sort_by_key(|&(_, lag)| std::cmp::Reverse(lag));
+        slowest.truncate(3);
+        eprintln!("  slowest appends (index from 0, lag): {slowest:.1?}");
         lags.sort();
         let pct = |p: usize| lags[(lags.len() - 1) * p / 100];
         eprintln!(

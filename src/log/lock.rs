@@ -73,13 +73,13 @@ impl Drop for WriterLock {
 /// The writer's lock on a log directory, taken without opening the log: while it is held no
 /// writer can open the log (tools use it to change a log's directory safely). Released on drop.
 #[derive(Debug)]
-pub struct DirLock {
+pub(crate) struct DirLock {
     _lock: WriterLock,
 }
 
 /// Takes the writer's lock of the log in `dir` without opening the log; fails with
 /// [`Error::Locked`] while a writer has it open.
-pub fn lock_dir(dir: &Path) -> Result<DirLock> {
+pub(crate) fn lock_dir(dir: &Path) -> Result<DirLock> {
     Ok(DirLock {
         _lock: WriterLock::acquire(dir)?,
     })

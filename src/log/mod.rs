@@ -75,7 +75,8 @@ pub fn record_size_on_disk(len: u64) -> u64 {
 }
 
 pub use io::{refuse_symlink, OsStorage, Storage, StorageFile, Syncer};
-pub use lock::{lock_dir, DirLock, LOCK_FILE};
+pub(crate) use lock::lock_dir;
+pub use lock::LOCK_FILE;
 pub use meta::{read_meta, write_meta, LOGMETA_FILE, LOGMETA_TMP_FILE, MAX_META_LEN};
 pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
 pub use options::{Durability, Options, RecoveryMode};

@@ -378,12 +378,14 @@ impl SessionMeta {
     /// checksum-failing file is rebuilt from `LOGMETA` (the header and configuration the session
     /// was created with, state `active`; the damaged file is kept beside it as
     /// `session.json.damaged`); a sound file without a checksum is written again with one; a
-    /// session without `LOGMETA` gets one from its sound `session.json`. The caller holds the
-    /// session's lock (no writer may be at work).
+    /// session without `LOGMETA` gets one from its sound `session.json`. It holds the session's
+    /// writer lock while it works (no writer may be at work), and fails with [`Error::Locked`]
+    /// while a writer has the session open.
     ///
     /// Fails with [`Error::BrokenMeta`] saying so when `session.json` is broken and there is no
     /// readable `LOGMETA` to rebuild it from.
     pub fn repair(dir: &Path) -> Result<MetaRepair> {
+        let _lock = log::lock_dir(dir)?;
         let mut report = MetaRepair::default();
         match SessionMeta::load_checked(dir) {
             Ok((meta, checksummed)) => {

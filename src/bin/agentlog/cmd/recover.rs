@@ -56,11 +56,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         RecoveryMode::TolerateTornTail
     };
     // session.json first: the session cannot be opened without it.
-    let repaired = {
-        let _lock = log::lock_dir(&target.dir).map_err(|e| target.error(e.into()))?;
-        SessionMeta::repair(&target.dir)
-    };
-    let repair = match repaired {
+    let repair = match SessionMeta::repair(&target.dir) {
         Ok(r) => r,
         Err(agentlog::Error::BrokenMeta { path, reason }) => {
             return recover_log_only(&target, options, &path, &reason, p, args.json)
