@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::event::{ArchiveError, ParseError};
 use crate::log;
+use crate::projection::ProjectError;
 use crate::session::LifecycleError;
 
 /// An error of agentlog's session and store layers.
@@ -74,6 +75,14 @@ pub enum Error {
     },
     /// The NATS server, the network or the stream failed or refused (shipping, restoring).
     Remote(String),
+    /// A stored event the projection refuses (a log written without the rules, docs/events.md
+    /// §5): the model-visible history up to it cannot be derived. `source` says why.
+    Project {
+        /// The seq of the stored event.
+        seq: u64,
+        /// Why the projection refused it.
+        source: ProjectError,
+    },
 }
 
 impl Error {
@@ -123,6 +132,7 @@ impl fmt::Display for Error {
             Error::Invalid(s) => f.write_str(s),
             Error::Import { line, source } => write!(f, "line {line}: {source}"),
             Error::Remote(s) => f.write_str(s),
+            Error::Project { seq, source } => f.write_str(&stored_event_refused(*seq, source)),
         }
     }
 }
@@ -136,6 +146,7 @@ impl std::error::Error for Error {
             Error::Archive { source, .. } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Import { source, .. } => Some(source.as_ref()),
+            Error::Project { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -157,6 +168,12 @@ impl From<ParseError> for Error {
     fn from(e: ParseError) -> Self {
         Error::Parse(e)
     }
+}
+
+/// The message of a stored event the projection refused: what [`Error::Project`] displays and
+/// what a checkpoint stores (its format keeps the text only).
+pub(crate) fn stored_event_refused(seq: u64, error: &ProjectError) -> String {
+    format!("the stored event at seq {seq}: {error}")
 }
 
 /// Result of the session and store layers.

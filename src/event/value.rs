@@ -89,26 +89,6 @@ impl Number {
     pub(crate) fn from_checked(text: &str) -> Self {
         Self(text.to_owned())
     }
-
-    /// The exact text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The value if the text is a plain integer in `u64` range (no fraction, no exponent, no sign).
-    pub fn as_u64(&self) -> Option<u64> {
-        parse_u64(&self.0)
-    }
-
-    /// The value if the text is a plain integer in `i64` range (no fraction, no exponent).
-    pub fn as_i64(&self) -> Option<i64> {
-        parse_i64(&self.0)
-    }
-
-    /// The nearest `f64`, or `None` when the magnitude is beyond `f64` (like `1E+400`).
-    pub fn as_f64(&self) -> Option<f64> {
-        self.0.parse::<f64>().ok().filter(|f| f.is_finite())
-    }
 }
 
 impl fmt::Display for Number {
@@ -117,27 +97,37 @@ impl fmt::Display for Number {
     }
 }
 
-impl ArchivedNumber {
-    /// The exact text.
-    pub fn as_str(&self) -> &str {
-        self.0.as_str()
-    }
+/// The accessors of [`Number`] and [`ArchivedNumber`], written once for both (the archived
+/// text is read in place).
+macro_rules! number_accessors {
+    ($($number:ty),*) => {$(
+        impl $number {
+            /// The exact text.
+            pub fn as_str(&self) -> &str {
+                self.0.as_str()
+            }
 
-    /// See [`Number::as_u64`].
-    pub fn as_u64(&self) -> Option<u64> {
-        parse_u64(self.as_str())
-    }
+            /// The value if the text is a plain integer in `u64` range (no fraction, no exponent,
+            /// no sign).
+            pub fn as_u64(&self) -> Option<u64> {
+                parse_u64(self.as_str())
+            }
 
-    /// See [`Number::as_i64`].
-    pub fn as_i64(&self) -> Option<i64> {
-        parse_i64(self.as_str())
-    }
+            /// The value if the text is a plain integer in `i64` range (no fraction, no
+            /// exponent).
+            pub fn as_i64(&self) -> Option<i64> {
+                parse_i64(self.as_str())
+            }
 
-    /// See [`Number::as_f64`].
-    pub fn as_f64(&self) -> Option<f64> {
-        self.as_str().parse::<f64>().ok().filter(|f| f.is_finite())
-    }
+            /// The nearest `f64`, or `None` when the magnitude is beyond `f64` (like `1E+400`).
+            pub fn as_f64(&self) -> Option<f64> {
+                self.as_str().parse::<f64>().ok().filter(|f| f.is_finite())
+            }
+        }
+    )*};
 }
+
+number_accessors!(Number, ArchivedNumber);
 
 /// A plain decimal `u64`: digits only, no sign, no leading zero (JSON grammar), in range.
 pub(crate) fn parse_u64(text: &str) -> Option<u64> {
@@ -339,148 +329,95 @@ impl ArchivedMap {
     }
 }
 
-impl Value {
-    /// The kind of value as English words: `"null"`, `"a boolean"`, `"a number"`, `"a string"`,
-    /// `"an array"` or `"an object"`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Null => "null",
-            Self::Bool(_) => "a boolean",
-            Self::Number(_) => "a number",
-            Self::String(_) => "a string",
-            Self::Array(_) => "an array",
-            Self::Object(_) => "an object",
+/// The accessors of [`Value`] and [`ArchivedValue`], written once for both (the archived ones
+/// borrow from the archive): the same names, the same answers.
+macro_rules! value_accessors {
+    ($($value:ident: $number:ty, $map:ty;)*) => {$(
+        impl $value {
+            /// The kind of value as English words: `"null"`, `"a boolean"`, `"a number"`,
+            /// `"a string"`, `"an array"` or `"an object"`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    Self::Null => "null",
+                    Self::Bool(_) => "a boolean",
+                    Self::Number(_) => "a number",
+                    Self::String(_) => "a string",
+                    Self::Array(_) => "an array",
+                    Self::Object(_) => "an object",
+                }
+            }
+
+            /// True for `null`.
+            pub fn is_null(&self) -> bool {
+                matches!(self, Self::Null)
+            }
+
+            /// The boolean, if this is one.
+            pub fn as_bool(&self) -> Option<bool> {
+                match self {
+                    Self::Bool(b) => Some(*b),
+                    _ => None,
+                }
+            }
+
+            /// The number, if this is one.
+            pub fn as_number(&self) -> Option<&$number> {
+                match self {
+                    Self::Number(n) => Some(n),
+                    _ => None,
+                }
+            }
+
+            /// The number as `u64`, if this is a number written as a plain integer in range.
+            pub fn as_u64(&self) -> Option<u64> {
+                self.as_number().and_then(<$number>::as_u64)
+            }
+
+            /// The number as `i64`, if this is a number written as a plain integer in range.
+            pub fn as_i64(&self) -> Option<i64> {
+                self.as_number().and_then(<$number>::as_i64)
+            }
+
+            /// The number as a finite `f64`, if this is a number.
+            pub fn as_f64(&self) -> Option<f64> {
+                self.as_number().and_then(<$number>::as_f64)
+            }
+
+            /// The string, if this is one.
+            pub fn as_str(&self) -> Option<&str> {
+                match self {
+                    Self::String(s) => Some(s.as_str()),
+                    _ => None,
+                }
+            }
+
+            /// The items, if this is an array.
+            pub fn as_array(&self) -> Option<&[$value]> {
+                match self {
+                    Self::Array(items) => Some(items.as_slice()),
+                    _ => None,
+                }
+            }
+
+            /// The members, if this is an object.
+            pub fn as_object(&self) -> Option<&$map> {
+                match self {
+                    Self::Object(map) => Some(map),
+                    _ => None,
+                }
+            }
+
+            /// The value of member `key`, if this is an object that has it.
+            pub fn get(&self, key: &str) -> Option<&$value> {
+                self.as_object().and_then(|map| map.get(key))
+            }
         }
-    }
-
-    /// True for `null`.
-    pub fn is_null(&self) -> bool {
-        matches!(self, Self::Null)
-    }
-
-    /// The boolean, if this is one.
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Self::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-
-    /// The number, if this is one.
-    pub fn as_number(&self) -> Option<&Number> {
-        match self {
-            Self::Number(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    /// The number as `u64`, if this is a number written as a plain integer in range.
-    pub fn as_u64(&self) -> Option<u64> {
-        self.as_number().and_then(Number::as_u64)
-    }
-
-    /// The number as `i64`, if this is a number written as a plain integer in range.
-    pub fn as_i64(&self) -> Option<i64> {
-        self.as_number().and_then(Number::as_i64)
-    }
-
-    /// The number as a finite `f64`, if this is a number.
-    pub fn as_f64(&self) -> Option<f64> {
-        self.as_number().and_then(Number::as_f64)
-    }
-
-    /// The string, if this is one.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Self::String(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// The items, if this is an array.
-    pub fn as_array(&self) -> Option<&[Value]> {
-        match self {
-            Self::Array(items) => Some(items),
-            _ => None,
-        }
-    }
-
-    /// The members, if this is an object.
-    pub fn as_object(&self) -> Option<&Map> {
-        match self {
-            Self::Object(map) => Some(map),
-            _ => None,
-        }
-    }
-
-    /// The value of member `key`, if this is an object that has it.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.as_object().and_then(|map| map.get(key))
-    }
+    )*};
 }
 
-impl ArchivedValue {
-    /// See [`Value::kind`].
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Null => "null",
-            Self::Bool(_) => "a boolean",
-            Self::Number(_) => "a number",
-            Self::String(_) => "a string",
-            Self::Array(_) => "an array",
-            Self::Object(_) => "an object",
-        }
-    }
-
-    /// True for `null`.
-    pub fn is_null(&self) -> bool {
-        matches!(self, Self::Null)
-    }
-
-    /// The boolean, if this is one.
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Self::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-
-    /// The number, if this is one.
-    pub fn as_number(&self) -> Option<&ArchivedNumber> {
-        match self {
-            Self::Number(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    /// The string, if this is one.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Self::String(s) => Some(s.as_str()),
-            _ => None,
-        }
-    }
-
-    /// The items, if this is an array.
-    pub fn as_array(&self) -> Option<&[ArchivedValue]> {
-        match self {
-            Self::Array(items) => Some(items.as_slice()),
-            _ => None,
-        }
-    }
-
-    /// The members, if this is an object.
-    pub fn as_object(&self) -> Option<&ArchivedMap> {
-        match self {
-            Self::Object(map) => Some(map),
-            _ => None,
-        }
-    }
-
-    /// The value of member `key`, if this is an object that has it.
-    pub fn get(&self, key: &str) -> Option<&ArchivedValue> {
-        self.as_object().and_then(|map| map.get(key))
-    }
+value_accessors! {
+    Value: Number, Map;
+    ArchivedValue: ArchivedNumber, ArchivedMap;
 }
 
 impl From<bool> for Value {

@@ -119,52 +119,47 @@ pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     crate::util::create_private_dir(dir).map_err(|e| Error::io("create directory", dir, e))
 }
 
-impl Log {
-    /// Opens (or creates) the log in `dir` for writing, recovering from an unclean stop as
-    /// `options.recovery` allows. What opening found and did is the log's
-    /// [`recovery_report`](Log::recovery_report).
-    ///
-    /// Fails with [`Error::Locked`] while another writer has the log open.
-    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Log> {
-        options.validate()?;
-        let dir = dir.as_ref().to_path_buf();
-        let mut report = RecoveryReport::default();
-        super::io::refuse_symlink(&dir).map_err(|e| Error::io("open log directory", &dir, e))?;
-        if !dir.is_dir() {
-            if !options.create {
-                return Err(Error::NotFound(dir));
-            }
-            create_dir(&dir)?;
-            report.created = true;
+/// [`Log::open`]: locks, inspects and repairs the log in `dir` (creating it where `options`
+/// allow), then builds the writer.
+pub(super) fn open(dir: &Path, options: Options) -> Result<Log> {
+    options.validate()?;
+    let dir = dir.to_path_buf();
+    let mut report = RecoveryReport::default();
+    super::io::refuse_symlink(&dir).map_err(|e| Error::io("open log directory", &dir, e))?;
+    if !dir.is_dir() {
+        if !options.create {
+            return Err(Error::NotFound(dir));
         }
-        let lock = WriterLock::acquire(&dir)?;
-        if !report.created && !options.create {
-            // A log always has a segment (its first is created with it): an existing log
-            // directory without any segment or index file has lost them.
-            let listing = recovery::list(&dir)?;
-            if listing.bases.is_empty() && listing.missing.is_empty() && !has_index(&dir) {
-                return Err(Error::corrupt(
-                    dir.join(format::segment_file_name(0)),
-                    0,
-                    Some(0),
-                    super::error::CorruptionKind::MissingSegment(
-                        "the log has no segment file, and a log always has one".into(),
-                    ),
-                ));
-            }
-        }
-        let verify_all = options.recovery != RecoveryMode::TolerateTornTail;
-        let inspection = recovery::inspect(&dir, Some(options.payload_schema), verify_all)?;
-        if let Some(e) = inspection.refusal(options.recovery) {
-            return Err(e);
-        }
-        report.clean = inspection.clean() && !inspection.segments.is_empty();
-        let (writer, views, synced) = repair(&dir, &options, inspection, &mut report)?;
-        report.segments = views.len();
-        report.events = writer.next_seq;
-        let shared = Arc::new(Shared::new(views, writer.next_seq));
-        Log::from_parts(dir, options, lock, writer, shared, synced, report)
+        create_dir(&dir)?;
+        report.created = true;
     }
+    let lock = WriterLock::acquire(&dir)?;
+    if !report.created && !options.create {
+        // A log always has a segment (its first is created with it): an existing log
+        // directory without any segment or index file has lost them.
+        let listing = recovery::list(&dir)?;
+        if listing.bases.is_empty() && listing.missing.is_empty() && !has_index(&dir) {
+            return Err(Error::corrupt(
+                dir.join(format::segment_file_name(0)),
+                0,
+                Some(0),
+                super::error::CorruptionKind::MissingSegment(
+                    "the log has no segment file, and a log always has one".into(),
+                ),
+            ));
+        }
+    }
+    let verify_all = options.recovery != RecoveryMode::TolerateTornTail;
+    let inspection = recovery::inspect(&dir, Some(options.payload_schema), verify_all)?;
+    if let Some(e) = inspection.refusal(options.recovery) {
+        return Err(e);
+    }
+    report.clean = inspection.clean() && !inspection.segments.is_empty();
+    let (writer, views, synced) = repair(&dir, &options, inspection, &mut report)?;
+    report.segments = views.len();
+    report.events = writer.next_seq;
+    let shared = Arc::new(Shared::new(views, writer.next_seq));
+    Log::from_parts(dir, options, lock, writer, shared, synced, report)
 }
 
 /// Applies what the inspection found: removes strays, cuts damage, rebuilds indexes, and opens

@@ -241,6 +241,15 @@ impl std::fmt::Debug for Log {
 }
 
 impl Log {
+    /// Opens (or creates) the log in `dir` for writing, recovering from an unclean stop as
+    /// `options.recovery` allows. What opening found and did is the log's
+    /// [`recovery_report`](Log::recovery_report).
+    ///
+    /// Fails with [`Error::Locked`] while another writer has the log open.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Log> {
+        super::open::open(dir.as_ref(), options)
+    }
+
     pub(crate) fn from_parts(
         dir: PathBuf,
         options: Options,
@@ -385,13 +394,11 @@ impl Log {
         }
         self.inner.close()
     }
-}
 
-#[cfg(feature = "sim")]
-impl Log {
     /// Drops the writer the way a killed process would: no sync, no clean-close marker, the
     /// lock released. What was appended stays in the page cache, as after `kill -9`. For tests of
     /// recovery (the `sim` feature).
+    #[cfg(feature = "sim")]
     pub fn abandon(mut self) {
         if let Some(p) = self.periodic.take() {
             p.stop();

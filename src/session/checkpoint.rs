@@ -38,7 +38,8 @@ use crate::event::Block;
 use crate::event::{access_event, decode_event, ReasonKind};
 use crate::log::{LogId, LogReader};
 use crate::projection::{
-    projector_wants, Frozen, FrozenSource, Message, NodeTable, Projector, Role, NODE_ENTRY,
+    projector_wants, Frozen, FrozenSource, Message, NodeTable, ProjectError, Projector, Role,
+    NODE_ENTRY,
 };
 
 use super::facts::Facts;
@@ -240,13 +241,34 @@ pub(crate) struct Derived {
     /// The projection.
     pub projector: Projector,
     /// The first event the projection refused (a log written without the rules): what
-    /// `derive` reports.
-    pub projection_error: Option<String>,
+    /// `messages_at` reports.
+    pub projection_error: Option<Refused>,
     /// The first lifecycle violations (at most [`MAX_VIOLATIONS`]).
     pub violations: Vec<LifecycleError>,
     /// False when only the lifecycle and statistics are wanted: the projection is neither
     /// restored nor advanced (such a `Derived` is never written).
     pub skip_projection: bool,
+}
+
+/// The first event the projection refused, as a replay found it or as a checkpoint restored it.
+#[derive(Clone, Debug)]
+pub(crate) enum Refused {
+    /// Found by this replay: the typed error, with the seq of the stored event.
+    Typed { seq: u64, error: ProjectError },
+    /// Restored from a checkpoint, which keeps only the text (the format stays as it is; the
+    /// typed error is rebuilt by a replay from the start, see
+    /// [`SessionReader::projection_refusal`]).
+    Text(String),
+}
+
+impl Refused {
+    /// The text a checkpoint stores (the same words as the error's message).
+    fn text(&self) -> String {
+        match self {
+            Refused::Typed { seq, error } => crate::error::stored_event_refused(*seq, error),
+            Refused::Text(s) => s.clone(),
+        }
+    }
 }
 
 /// Violations kept (an open reports the first few).
@@ -302,8 +324,10 @@ impl Derived {
             })?;
             if let Err(e) = self.projector.apply(&owned) {
                 if self.projection_error.is_none() {
-                    self.projection_error =
-                        Some(format!("the stored event at seq {}: {e}", owned.seq));
+                    self.projection_error = Some(Refused::Typed {
+                        seq: owned.seq,
+                        error: e,
+                    });
                 }
             }
         }
@@ -329,7 +353,7 @@ impl Derived {
             None => p.u8(0),
             Some(e) => {
                 p.u8(1);
-                p.str(e);
+                p.str(&e.text());
             }
         }
         self.projector.encode_state(&mut p)?;
@@ -499,11 +523,11 @@ impl Stored {
     pub(crate) fn projector(
         &self,
         log: &LogReader,
-    ) -> std::result::Result<(Projector, Option<String>), Bad> {
+    ) -> std::result::Result<(Projector, Option<Refused>), Bad> {
         let mut d = Dec::new(self.section(2));
         let error = match d.u8()? {
             0 => None,
-            1 => Some(d.string()?),
+            1 => Some(Refused::Text(d.string()?)),
             t => return Err(format!("a projection error tag of {t}")),
         };
         let base = self.sections[2].start;
@@ -762,6 +786,30 @@ impl SessionReader {
         let mut d = load_or_empty(self.dir(), self.log(), n, project);
         d.advance(self.log(), n)?;
         Ok(d)
+    }
+
+    /// The error for the first stored event the projection of the first `n` events refused
+    /// (`refused`, from [`SessionReader::derived_at`]): [`Error::Project`] with the typed
+    /// error. A restored checkpoint keeps only the error's text; then the typed error is
+    /// rebuilt by replaying the `n` events from the start (a rare path: only a log written
+    /// without the rules has such an event).
+    pub(crate) fn projection_refusal(&self, n: u64, refused: Refused) -> Error {
+        let (seq, source) = match refused {
+            Refused::Typed { seq, error } => (seq, error),
+            Refused::Text(text) => {
+                let mut full = Derived::new(self.log());
+                match full.advance(self.log(), n) {
+                    Err(e) => return e,
+                    Ok(()) => match full.projection_error {
+                        Some(Refused::Typed { seq, error }) => (seq, error),
+                        // The replay did not refuse what the checkpoint says it did (a checkpoint
+                        // that `agentlog verify` reports as differing): its text, as before.
+                        _ => return Error::Invalid(text),
+                    },
+                }
+            }
+        };
+        Error::Project { seq, source }
     }
 
     /// Checks the session's checkpoint against a full replay of the events it covers

@@ -211,7 +211,7 @@ impl SessionReader {
         let n = n.min(self.len());
         let d = self.derived_at(n, true)?;
         match d.projection_error {
-            Some(e) => Err(Error::Invalid(e)),
+            Some(refused) => Err(self.projection_refusal(n, refused)),
             None => Ok(d.projector.messages()),
         }
     }

@@ -9,3 +9,4 @@ mod payload_defaults;
 mod refusals;
 mod regressions;
 mod roundtrip_prop;
+mod value_accessors;

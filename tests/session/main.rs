@@ -7,5 +7,6 @@ mod checkpoint;
 mod checkpoint_views;
 mod lifecycle;
 mod open_report;
+mod project_error;
 mod regressions;
 mod replay;
