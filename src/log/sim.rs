@@ -256,6 +256,16 @@ impl State {
     }
 }
 
+/// Whether a fault set with [`SimStorage::fail`] fails one operation or every one from then on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// Only the `nth` operation fails.
+    Once,
+    /// The `nth` and every later operation of the kind fail, until
+    /// [`SimStorage::clear_faults`].
+    Sticky,
+}
+
 /// A [`Storage`] that records what is durable and injects failures (see the module docs).
 #[derive(Clone, Default)]
 pub struct SimStorage {
@@ -313,10 +323,11 @@ impl SimStorage {
     }
 
     /// Makes the `nth` next operation of `kind` (1 = the very next one) fail with the OS error
-    /// `errno` (for example [`ENOSPC`] or [`EIO`]); with `sticky`, every later one fails too,
-    /// until [`SimStorage::clear_faults`]. A failing operation changes nothing (a failing sync
-    /// may lose writes: [`SimStorage::set_failed_sync_loses_writes`]).
-    pub fn fail(&self, kind: OpKind, nth: u64, errno: i32, sticky: bool) {
+    /// `errno` (for example [`ENOSPC`] or [`EIO`]); with [`Repeat::Sticky`], every later one
+    /// fails too, until [`SimStorage::clear_faults`]. A failing operation changes nothing (a
+    /// failing sync may lose writes: [`SimStorage::set_failed_sync_loses_writes`]).
+    pub fn fail(&self, kind: OpKind, nth: u64, errno: i32, repeat: Repeat) {
+        let sticky = repeat == Repeat::Sticky;
         let mut s = self.lock();
         let at = s.counts[kind.slot()] + nth.max(1);
         s.faults.push(Fault {

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use agentlog::log::sim::{OpKind, SimStorage, EIO};
+use agentlog::log::sim::{OpKind, Repeat, SimStorage, EIO};
 use agentlog::log::{
     compress_log, compress_segment, verify, CorruptionKind, Error, Log, LogReader, Options,
     OsStorage, RecoveryMode,
@@ -201,7 +201,7 @@ fn a_compression_that_fails_at_any_step_leaves_a_whole_log() {
         let dir = tmp.path().join("log");
         let all = write_log(&dir, 1500, Options::default().segment_size(128 << 10));
         let sim = SimStorage::new();
-        sim.fail(kind, nth, EIO, true);
+        sim.fail(kind, nth, EIO, Repeat::Sticky);
         let result = compress_segment(&dir, 0, &sim);
         assert!(result.is_err(), "{kind:?}: {result:?}");
         // Whatever the step, the segment is whole: plain (a temporary file beside it) or cold.

@@ -8,7 +8,7 @@ use testkit as common;
 use std::path::Path;
 use std::sync::Arc;
 
-use agentlog::log::sim::{OpKind, SimStorage, ENOSPC};
+use agentlog::log::sim::{OpKind, Repeat, SimStorage, ENOSPC};
 use agentlog::log::{Error, Log, LogReader, Options};
 use common::payload;
 
@@ -47,7 +47,7 @@ fn disk_full(kind: OpKind) {
     let mut rng = common::Rng(common::seed(28) ^ kind as u64);
     let mut failures = 0;
     for round in 0..60 {
-        sim.fail(kind, rng.range(1, 12), ENOSPC, true);
+        sim.fail(kind, rng.range(1, 12), ENOSPC, Repeat::Sticky);
         // Append until the disk is "full".
         loop {
             let next = expected.len() as u64;
@@ -121,7 +121,7 @@ fn enospc_after_a_crash_leaves_an_openable_log() {
     let sim = Arc::new(SimStorage::new());
     let log = Log::open(dir.path(), opts().storage(sim.clone())).unwrap();
     let mut n = 0;
-    sim.fail(OpKind::Allocate, 7, ENOSPC, true);
+    sim.fail(OpKind::Allocate, 7, ENOSPC, Repeat::Sticky);
     while log.append(&payload(n)).is_ok() {
         n += 1;
     }

@@ -12,7 +12,7 @@ use testkit as common;
 use std::path::Path;
 use std::sync::Arc;
 
-use agentlog::log::sim::{OpKind, PowerCut, SimStorage, EIO};
+use agentlog::log::sim::{OpKind, PowerCut, Repeat, SimStorage, EIO};
 use agentlog::log::{DamageClass, Durability, Error, Log, Options, RecoveryMode};
 use common::{payload, Rng};
 
@@ -190,7 +190,7 @@ fn a_failed_fdatasync_poisons_the_writer_and_reopening_recovers_what_is_on_disk(
     for seq in 0..20 {
         log.append(&payload(seq)).unwrap();
     }
-    sim.fail(OpKind::Sync, 1, EIO, false);
+    sim.fail(OpKind::Sync, 1, EIO, Repeat::Once);
     let e = log.append(&payload(20)).unwrap_err();
     assert!(
         matches!(&e, Error::Io { op: "fdatasync", source, .. } if source.raw_os_error() == Some(EIO)),
@@ -228,7 +228,7 @@ fn a_failed_fdatasync_while_sealing_a_segment_poisons_the_writer() {
     let mut seq = 0;
     while common::segments(dir.path()).len() < 2 {
         if seq == 20 {
-            sim.fail(OpKind::Sync, 1, EIO, true);
+            sim.fail(OpKind::Sync, 1, EIO, Repeat::Sticky);
         }
         match log.append(&payload(seq)) {
             Ok(s) => assert_eq!(s, seq),

@@ -4,7 +4,7 @@
 mod failed_batch_visible {
     use std::sync::Arc;
 
-    use agentlog::log::sim::{OpKind, SimStorage, ENOSPC};
+    use agentlog::log::sim::{OpKind, Repeat, SimStorage, ENOSPC};
     use agentlog::log::{Log, LogReader, Options};
 
     /// An `append_batch` that failed part-way (ENOSPC from a write) returned an error but left its first records published to readers and in the log, under seqs the caller never got.
@@ -15,7 +15,7 @@ mod failed_batch_visible {
         let log = Log::open(dir.path(), Options::default().storage(sim.clone())).unwrap();
         log.append(b"before").unwrap();
         // Each record takes two writes (payload, header): fail the third record's payload.
-        sim.fail(OpKind::Write, 5, ENOSPC, false);
+        sim.fail(OpKind::Write, 5, ENOSPC, Repeat::Once);
         let batch = [b"a".as_slice(), b"b", b"c", b"d"];
         let e = log.append_batch(&batch).unwrap_err();
         assert!(e.is_disk_full(), "{e}");

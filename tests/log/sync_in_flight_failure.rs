@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentlog::log::sim::{OpKind, PowerCut, SimStorage, EIO};
+use agentlog::log::sim::{OpKind, PowerCut, Repeat, SimStorage, EIO};
 use agentlog::log::{Durability, Error, Log, Options, RecoveryMode};
 use common::{env_count, seed, Rng};
 
@@ -104,7 +104,7 @@ fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_rec
         sim.set_sync_delay(Duration::from_millis(4));
         sim.set_failed_sync_loses_writes(true);
         let fail_at = rng.range(20, 80);
-        sim.fail(OpKind::Sync, fail_at, EIO, false);
+        sim.fail(OpKind::Sync, fail_at, EIO, Repeat::Once);
         let log = Arc::new(log);
         let (acked, errors) = run(&log);
 
