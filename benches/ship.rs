@@ -33,10 +33,8 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentlog::event::{parse_draft_line, Draft};
@@ -45,84 +43,6 @@ use agentlog::store::{NewSession, Store};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
 use testkit::gen;
-
-/// A running `nats-server` with JetStream, killed when dropped.
-struct NatsServer {
-    child: Child,
-    url: String,
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nats_binary() -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .chain([
-            "/usr/sbin".into(),
-            "/usr/bin".into(),
-            "/usr/local/bin".into(),
-        ])
-        .map(|d: PathBuf| d.join("nats-server"))
-        .find(|p| p.is_file())
-}
-
-/// Starts `bin` on 127.0.0.1 (a port it picks) with its JetStream files in `dir`.
-fn start_server(bin: &Path, dir: &Path) -> NatsServer {
-    let mut child = Command::new(bin)
-        .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nats-server");
-    let stderr = child.stderr.take().expect("nats-server stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                // Nobody listens any more: keep draining so that the server never blocks.
-                continue;
-            }
-        }
-    });
-    let mut server = NatsServer {
-        child,
-        url: String::new(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut port = None;
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("nats-server exited ({status}):\n{}", seen.join("\n"));
-            }
-            continue;
-        };
-        if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
-            port = rest
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.trim().parse::<u16>().ok());
-        }
-        let ready = line.contains("Server is ready");
-        seen.push(line);
-        if let (true, Some(p)) = (ready, port) {
-            server.url = format!("nats://127.0.0.1:{p}");
-            return server;
-        }
-    }
-    panic!("nats-server did not start:\n{}", seen.join("\n"));
-}
 
 /// Deletes the stream (when it exists): the next ship starts from an empty stream.
 fn delete_stream(url: &str) {
@@ -188,7 +108,7 @@ fn mean(totals: &Totals, row: &str) -> Option<Duration> {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(bin) = nats_binary() else {
+    let Some(bin) = testkit::nats::find_binary() else {
         eprintln!(
             "ship bench: nats-server not found in PATH (Debian package `nats-server`): \
              nothing measured"
@@ -204,8 +124,8 @@ fn bench(c: &mut Criterion) {
         _ => (gen::Mix::Current, "current"),
     };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let server = start_server(&bin, &tmp.path().join("nats"));
-    let url = server.url.clone();
+    let server = testkit::nats::NatsServer::start(&bin, &tmp.path().join("nats"));
+    let url = server.url();
     let rt = runtime().expect("runtime");
 
     let store_a = Store::open(tmp.path().join("a")).expect("store a");
@@ -329,24 +249,6 @@ fn bench(c: &mut Criterion) {
     drop(server);
 }
 
-/// The lines of turn `turn`: six events, a complete turn.
-fn turn_lines(turn: u64) -> [String; 6] {
-    [
-        format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
-        format!(
-            r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"question {turn}"}}]}}}}"#
-        ),
-        format!(r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#),
-        format!(
-            r#"{{"type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[{{"type":"text","text":"answer {turn}"}}]}}}}}}"#
-        ),
-        format!(r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#),
-        format!(
-            r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
-        ),
-    ]
-}
-
 /// `follow-lag`: returns every lag measured (criterion's warm-up included).
 fn follow_lag(
     c: &mut Criterion,
@@ -408,7 +310,7 @@ fn follow_lag(
     };
     let lags = RefCell::new(Vec::new());
     let mut turn = session.lifecycle().next_turn();
-    let mut lines = turn_lines(turn).into_iter();
+    let mut lines = testkit::session::turn_lines(turn).into_iter();
 
     let mut group = c.benchmark_group("ship/follow-lag");
     group.sample_size(20);
@@ -421,7 +323,7 @@ fn follow_lag(
             for _ in 0..iters {
                 let line = lines.next().unwrap_or_else(|| {
                     turn += 1;
-                    lines = turn_lines(turn).into_iter();
+                    lines = testkit::session::turn_lines(turn).into_iter();
                     lines.next().expect("a turn has lines")
                 });
                 let draft = parse_draft_line(&line).expect("draft");

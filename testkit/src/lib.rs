@@ -8,6 +8,7 @@ pub mod fuzz_checks;
 pub mod fuzz_jsonl;
 pub mod gen;
 pub mod import_tree;
+pub mod nats;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod project;

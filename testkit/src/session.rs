@@ -106,3 +106,21 @@ impl Driver {
         self.s = Some(s);
     }
 }
+
+/// The six JSONL lines of a complete turn `turn` (one step: a question and its answer).
+pub fn turn_lines(turn: u64) -> [String; 6] {
+    [
+        format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
+        format!(
+            r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"question {turn}"}}]}}}}"#
+        ),
+        format!(r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#),
+        format!(
+            r#"{{"type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[{{"type":"text","text":"answer {turn}"}}]}}}}}}"#
+        ),
+        format!(r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#),
+        format!(
+            r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
+        ),
+    ]
+}

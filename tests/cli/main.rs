@@ -12,7 +12,6 @@ mod damage_store;
 mod errors;
 mod live;
 mod manage;
-mod nats_common;
 mod progress;
 mod regressions;
 mod resume;

@@ -3,7 +3,7 @@
 //! what the stream acknowledged, as after a plain `ship`.
 
 use crate::cli_common;
-use crate::nats_common;
+use testkit::nats as nats_common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,20 +17,7 @@ use nats_common::{server_binary, NatsServer};
 
 /// The six lines of a complete turn `turn`, appended one by one by `agentlog append`.
 fn append_turn(cli: &Cli, id: &str, turn: u64) {
-    let lines = [
-        format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
-        format!(
-            r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"q {turn}"}}]}}}}"#
-        ),
-        format!(r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#),
-        format!(
-            r#"{{"type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[{{"type":"text","text":"a {turn}"}}]}}}}}}"#
-        ),
-        format!(r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#),
-        format!(
-            r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
-        ),
-    ];
+    let lines = testkit::session::turn_lines(turn);
     cli.run_with(&["append", "--create", id], lines.join("\n").as_bytes())
         .ok();
 }

@@ -2,7 +2,7 @@
 //! restore` from it, with the shipper killed, the server restarted, and both ends following.
 
 use crate::cli_common;
-use crate::nats_common;
+use testkit::nats as nats_common;
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -39,20 +39,7 @@ fn append_turns(root: &std::path::Path, id: &str, title: &str, turns: u64) -> u6
     let first = session.lifecycle().next_turn();
     let mut drafts = Vec::new();
     for turn in first..first + turns {
-        for line in [
-            format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
-            format!(
-                r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"question {turn}"}}]}}}}"#
-            ),
-            format!(r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#),
-            format!(
-                r#"{{"type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[{{"type":"text","text":"answer {turn}"}}]}}}}}}"#
-            ),
-            format!(r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#),
-            format!(
-                r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
-            ),
-        ] {
+        for line in testkit::session::turn_lines(turn) {
             drafts.push(parse_draft_line(&line).unwrap());
         }
         if drafts.len() >= 6000 {

@@ -3,29 +3,14 @@
 //! nats-server; `--json` too. Without `--nats` no server is asked.
 
 use crate::cli_common;
-use crate::nats_common;
+use testkit::nats as nats_common;
 
 use cli_common::Cli;
 use nats_common::{server_binary, NatsServer};
 
 /// The six lines of a complete turn `turn`.
 fn turn(turn: u64) -> Vec<u8> {
-    [
-        format!(r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#),
-        format!(
-            r#"{{"type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"question {turn}"}}]}}}}"#
-        ),
-        format!(r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#),
-        format!(
-            r#"{{"type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[{{"type":"text","text":"answer {turn}"}}]}}}}}}"#
-        ),
-        format!(r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#),
-        format!(
-            r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
-        ),
-    ]
-    .join("\n")
-    .into_bytes()
+    testkit::session::turn_lines(turn).join("\n").into_bytes()
 }
 
 /// `ship --status --json` (with `extra` arguments), one object per session, by session id.

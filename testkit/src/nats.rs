@@ -1,9 +1,8 @@
-//! A real `nats-server` with JetStream for the shipping tests: started on 127.0.0.1 on a port of
+//! A real `nats-server` with JetStream for the shipping tests and the `ship` bench: started on 127.0.0.1 on a port of
 //! its choosing, with its store in a temporary directory, killed when dropped.
 //!
 //! A test that needs the server and does not find it fails under `CI=true` (CI installs the
 //! Debian package `nats-server`); elsewhere it is skipped with a note on stderr.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,9 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The `nats-server` binary, or `None` (the test is then skipped) when it is missing outside CI.
-pub fn server_binary() -> Option<PathBuf> {
-    let candidates = std::env::var_os("PATH")
+/// The `nats-server` binary on `PATH` (or in the usual system folders), if there is one.
+pub fn find_binary() -> Option<PathBuf> {
+    std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default()
         .into_iter()
@@ -21,12 +20,15 @@ pub fn server_binary() -> Option<PathBuf> {
             "/usr/sbin".into(),
             "/usr/bin".into(),
             "/usr/local/bin".into(),
-        ]);
-    for dir in candidates {
-        let path = dir.join("nats-server");
-        if path.is_file() {
-            return Some(path);
-        }
+        ])
+        .map(|d: PathBuf| d.join("nats-server"))
+        .find(|p| p.is_file())
+}
+
+/// The `nats-server` binary, or `None` (the test is then skipped) when it is missing outside CI.
+pub fn server_binary() -> Option<PathBuf> {
+    if let Some(path) = find_binary() {
+        return Some(path);
     }
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!(
