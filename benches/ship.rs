@@ -263,6 +263,12 @@ fn follow_lag(
     let session = store_a
         .create(NewSession::default().id(ID).title("live"))
         .expect("create live");
+    // The stream exists before either side starts (`Remote::open`, the restorer's, does not
+    // create it; with only this group selected nothing has shipped yet).
+    runtime()
+        .expect("runtime")
+        .block_on(Remote::connect(url, ShipOptions::default()))
+        .expect("create the stream");
     let (stop_ship, ship_stopped) = tokio::sync::oneshot::channel::<()>();
     let (stop_restore, restore_stopped) = tokio::sync::oneshot::channel::<()>();
     let shipper = {
@@ -301,6 +307,14 @@ fn follow_lag(
     let mut reader = loop {
         if let Ok(r) = store_b.open_reader(ID) {
             break r;
+        }
+        if restorer.is_finished() {
+            let r = restorer.join();
+            panic!("the restorer stopped before the session reached store b: {r:?}");
+        }
+        if shipper.is_finished() {
+            let r = shipper.join();
+            panic!("the shipper stopped before the session reached store b: {r:?}");
         }
         assert!(
             Instant::now() < deadline,
