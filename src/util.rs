@@ -1,7 +1,7 @@
 //! Small helpers every layer uses, defined once.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{LockResult, Mutex, MutexGuard, PoisonError};
 
 /// The wall-clock time in milliseconds since the Unix epoch (0 for a clock set before it).
 pub(crate) fn now_ms() -> i64 {
@@ -13,7 +13,13 @@ pub(crate) fn now_ms() -> i64 {
 /// Locks a mutex, ignoring poisoning: the critical sections of the crate are panic-free, so the
 /// data a panicking thread leaves behind is consistent.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    unpoisoned(m.lock())
+}
+
+/// The guard of a lock, read-write lock or condition-variable wait, ignoring poisoning (as
+/// [`lock`]).
+pub(crate) fn unpoisoned<G>(r: LockResult<G>) -> G {
+    r.unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Creates a directory (and its parents) with mode 0700: the crate's directories are private to

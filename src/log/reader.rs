@@ -18,7 +18,7 @@ use super::format::{self, IndexState, LogId, SegmentHeader, HEADER_SIZE};
 use super::hint;
 use super::recovery;
 use super::segment::{self, check_record, Fault, SegmentView};
-use crate::util::lock;
+use crate::util::{lock, unpoisoned};
 
 /// One segment of a reader's list: its base seq, and its view once it is mapped.
 ///
@@ -111,11 +111,11 @@ impl Shared {
     }
 
     pub(crate) fn snapshot(&self) -> Arc<Vec<Arc<Slot>>> {
-        Arc::clone(&self.segments.read().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(&*unpoisoned(self.segments.read()))
     }
 
     pub(crate) fn push_segment(&self, view: Arc<SegmentView>) {
-        let mut g = self.segments.write().unwrap_or_else(|e| e.into_inner());
+        let mut g = unpoisoned(self.segments.write());
         let mut list = Vec::clone(&g);
         list.push(Slot::mapped(view));
         *g = Arc::new(list);
@@ -722,11 +722,7 @@ impl LogReader {
                     if now >= deadline {
                         break;
                     }
-                    g = shared
-                        .cv
-                        .wait_timeout(g, deadline - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                    g = unpoisoned(shared.cv.wait_timeout(g, deadline - now)).0;
                 }
                 drop(g);
                 shared.waiters.fetch_sub(1, Ordering::SeqCst);

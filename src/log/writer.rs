@@ -19,7 +19,7 @@ use super::open::RecoveryReport;
 use super::options::{Durability, Options};
 use super::reader::{LogReader, Shared};
 use super::segment::{index_capacity, SegmentView};
-use crate::util::{lock, now_ms};
+use crate::util::{lock, now_ms, unpoisoned};
 
 /// `ENOSPC`: no space left on the device.
 const ENOSPC: i32 = 28;
@@ -721,7 +721,7 @@ impl Inner {
             }
             self.check_poison()?;
             if s.covering >= target || s.in_flight >= MAX_SYNCS_IN_FLIGHT {
-                s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                s = unpoisoned(self.sync_cv.wait(s));
                 continue;
             }
             s.in_flight += 1;
@@ -748,7 +748,7 @@ impl Inner {
         ticket: u64,
     ) -> std::sync::MutexGuard<'a, SyncState> {
         while s.running.iter().any(|&t| t <= ticket) {
-            s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            s = unpoisoned(self.sync_cv.wait(s));
         }
         s
     }
@@ -829,7 +829,7 @@ impl Inner {
         let mut s = lock(&self.sync);
         while s.seals_done < seals {
             self.check_poison()?;
-            s = self.sync_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            s = unpoisoned(self.sync_cv.wait(s));
         }
         drop(s);
         self.check_poison()?;
@@ -982,9 +982,7 @@ impl Periodic {
                 {
                     let (m, cv) = &*stop2;
                     let g = lock(m);
-                    let (g, _) = cv
-                        .wait_timeout_while(g, every, |stopped| !*stopped)
-                        .unwrap_or_else(|e| e.into_inner());
+                    let (g, _) = unpoisoned(cv.wait_timeout_while(g, every, |stopped| !*stopped));
                     if *g {
                         return;
                     }
