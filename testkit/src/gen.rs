@@ -176,27 +176,7 @@ impl SessionGen {
         if self.mix == Mix::Small {
             return self.small_turn();
         }
-        self.turn += 1;
-        let turn = self.turn;
-        self.push(
-            EventData::TurnStart(TurnStart {
-                turn,
-                extra: Map::new(),
-            }),
-            false,
-            None,
-        );
-        let words = self.rng.between(10, 60) as usize;
-        let prompt = self.rng.text(words);
-        self.push(
-            EventData::UserMessage(UserMessage {
-                content: vec![Block::text(prompt)],
-                envelope: Opt::Absent,
-                extra: Map::new(),
-            }),
-            true,
-            None,
-        );
+        let turn = self.open_turn();
         let steps = self.rng.between(1, 4);
         for step in 1..=steps {
             let mut request = Map::new();
@@ -220,19 +200,7 @@ impl SessionGen {
             for _ in 0..self.rng.between(3, 12) {
                 let words = self.rng.between(2, 4) as usize;
                 let text = self.rng.text(words);
-                chunks.push(self.push(
-                    EventData::AssistantChunk(AssistantChunk {
-                        turn,
-                        step,
-                        chunk: Chunk::TextDelta {
-                            text,
-                            extra: Map::new(),
-                        },
-                        extra: Map::new(),
-                    }),
-                    false,
-                    None,
-                ));
+                chunks.push(self.chunk(turn, step, text));
             }
             let uses = if step == steps {
                 0
@@ -323,35 +291,15 @@ impl SessionGen {
                     (5..8).contains(&mode).then(|| vec![call_seq]),
                 );
             }
-            self.push(
-                EventData::StepEnd(StepEnd {
-                    turn,
-                    step,
-                    extra: Map::new(),
-                }),
-                false,
-                None,
-            );
+            self.end_step(turn, step);
         }
-        self.push(
-            EventData::TurnEnd(TurnEnd {
-                turn,
-                reason: TurnEndReason {
-                    kind: ReasonKind::Completed,
-                    error: Opt::Absent,
-                    extra: Map::new(),
-                },
-                extra: Map::new(),
-            }),
-            false,
-            None,
-        );
+        self.end_turn(turn);
     }
 }
 
 impl SessionGen {
-    /// One turn of [`Mix::Small`].
-    fn small_turn(&mut self) {
+    /// Starts the next turn: its `turn/start` and the user's prompt (10 to 60 words).
+    fn open_turn(&mut self) -> u64 {
         self.turn += 1;
         let turn = self.turn;
         self.push(
@@ -373,6 +321,58 @@ impl SessionGen {
             true,
             None,
         );
+        turn
+    }
+
+    /// One streamed text chunk of the assistant; its seq.
+    fn chunk(&mut self, turn: u64, step: u64, text: String) -> u64 {
+        self.push(
+            EventData::AssistantChunk(AssistantChunk {
+                turn,
+                step,
+                chunk: Chunk::TextDelta {
+                    text,
+                    extra: Map::new(),
+                },
+                extra: Map::new(),
+            }),
+            false,
+            None,
+        )
+    }
+
+    fn end_step(&mut self, turn: u64, step: u64) {
+        self.push(
+            EventData::StepEnd(StepEnd {
+                turn,
+                step,
+                extra: Map::new(),
+            }),
+            false,
+            None,
+        );
+    }
+
+    /// Ends turn `turn` as `completed`.
+    fn end_turn(&mut self, turn: u64) {
+        self.push(
+            EventData::TurnEnd(TurnEnd {
+                turn,
+                reason: TurnEndReason {
+                    kind: ReasonKind::Completed,
+                    error: Opt::Absent,
+                    extra: Map::new(),
+                },
+                extra: Map::new(),
+            }),
+            false,
+            None,
+        );
+    }
+
+    /// One turn of [`Mix::Small`].
+    fn small_turn(&mut self) {
+        let turn = self.open_turn();
         let steps = self.rng.between(1, 6);
         for step in 1..=steps {
             self.push(
@@ -388,19 +388,7 @@ impl SessionGen {
             for _ in 0..self.rng.between(2, 14) {
                 let words = self.rng.between(2, 5) as usize;
                 let text = self.rng.text(words);
-                self.push(
-                    EventData::AssistantChunk(AssistantChunk {
-                        turn,
-                        step,
-                        chunk: Chunk::TextDelta {
-                            text,
-                            extra: Map::new(),
-                        },
-                        extra: Map::new(),
-                    }),
-                    false,
-                    None,
-                );
+                self.chunk(turn, step, text);
             }
             let uses = if step == steps { 0 } else { 1 };
             let words = self.rng.between(10, 40) as usize;
@@ -480,29 +468,9 @@ impl SessionGen {
                     None,
                 );
             }
-            self.push(
-                EventData::StepEnd(StepEnd {
-                    turn,
-                    step,
-                    extra: Map::new(),
-                }),
-                false,
-                None,
-            );
+            self.end_step(turn, step);
         }
-        self.push(
-            EventData::TurnEnd(TurnEnd {
-                turn,
-                reason: TurnEndReason {
-                    kind: ReasonKind::Completed,
-                    error: Opt::Absent,
-                    extra: Map::new(),
-                },
-                extra: Map::new(),
-            }),
-            false,
-            None,
-        );
+        self.end_turn(turn);
     }
 }
 
