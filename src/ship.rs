@@ -550,6 +550,31 @@ impl Remote {
         self.ship_retrying(store, id, &mut st).await
     }
 
+    /// One look at session `id` while following: ships what it has, marks it hot when it
+    /// shipped events and tells `on_ship`. A session removed (gc) meanwhile, or being created
+    /// (its log is written before its session.json), is looked at again next time.
+    async fn follow_one(
+        &self,
+        store: &Store,
+        id: &str,
+        st: &mut Shipping,
+        hot: &mut HashMap<String, Instant>,
+        on_ship: &mut impl FnMut(&str, &ShipReport),
+    ) -> Result<()> {
+        let report = match self.ship_retrying(store, id, st).await {
+            Ok(r) => r,
+            Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if report.shipped > 0 {
+            hot.insert(id.to_string(), Instant::now());
+        }
+        if report.shipped > 0 || report.meta {
+            on_ship(id, &report);
+        }
+        Ok(())
+    }
+
     async fn ship_retrying(
         &self,
         store: &Store,
@@ -744,19 +769,8 @@ impl Remote {
                         v.insert(st)
                     }
                 };
-                let report = match self.ship_retrying(store, &id, st).await {
-                    Ok(r) => r,
-                    // A session removed (gc) meanwhile, or being created (its log is written
-                    // before its session.json): looked at again next time.
-                    Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => continue,
-                    Err(e) => return Err(e),
-                };
-                if report.shipped > 0 {
-                    hot.insert(id.clone(), Instant::now());
-                }
-                if report.shipped > 0 || report.meta {
-                    on_ship(&id, &report);
-                }
+                self.follow_one(store, &id, st, &mut hot, &mut on_ship)
+                    .await?;
             }
             // Until the next full pass: the lengths of the hot sessions.
             loop {
@@ -795,17 +809,8 @@ impl Remote {
                     let Some(st) = states.get_mut(&id) else {
                         continue;
                     };
-                    let report = match self.ship_retrying(store, &id, st).await {
-                        Ok(r) => r,
-                        Err(Error::NotFound(_) | Error::BrokenMeta { .. }) => continue,
-                        Err(e) => return Err(e),
-                    };
-                    if report.shipped > 0 {
-                        hot.insert(id.clone(), Instant::now());
-                    }
-                    if report.shipped > 0 || report.meta {
-                        on_ship(&id, &report);
-                    }
+                    self.follow_one(store, &id, st, &mut hot, &mut on_ship)
+                        .await?;
                 }
             }
         }
