@@ -272,15 +272,7 @@ impl LogReader {
     fn open_listed(dir: Arc<Path>) -> Result<LogReader> {
         let listing = recovery::list(&dir)?;
         if let Some((base, idx)) = listing.missing.first() {
-            return Err(Error::corrupt(
-                dir.join(format::segment_file_name(*base)),
-                0,
-                Some(*base),
-                CorruptionKind::MissingSegment(format!(
-                    "its index {} is still there",
-                    idx.display()
-                )),
-            ));
+            return Err(missing_segment(&dir, *base, idx));
         }
         let bases = listing.bases;
         let Some((&last_base, earlier)) = bases.split_last() else {
@@ -413,15 +405,7 @@ impl LogReader {
         };
         let listing = recovery::list(dir)?;
         if let Some((base, idx)) = listing.missing.iter().find(|(b, _)| *b < known) {
-            return Err(Error::corrupt(
-                dir.join(format::segment_file_name(*base)),
-                0,
-                Some(*base),
-                CorruptionKind::MissingSegment(format!(
-                    "its index {} is still there",
-                    idx.display()
-                )),
-            ));
+            return Err(missing_segment(dir, *base, idx));
         }
         let first = listing.bases.first().copied().unwrap_or(known);
         if first != 0 {
@@ -966,4 +950,14 @@ impl<'a> Iter<'a> {
             }
         }
     }
+}
+
+/// The error for segment `base`, which index file `idx` names but which is gone.
+fn missing_segment(dir: &Path, base: u64, idx: &Path) -> Error {
+    Error::corrupt(
+        dir.join(format::segment_file_name(base)),
+        0,
+        Some(base),
+        CorruptionKind::MissingSegment(format!("its index {} is still there", idx.display())),
+    )
 }
