@@ -485,6 +485,11 @@ impl ColdSegment {
         (offset < u64::from(b.offset) + u64::from(b.len)).then_some(k)
     }
 
+    /// True when block `k` has been decompressed (or found damaged).
+    pub(crate) fn is_ready(&self, k: usize) -> bool {
+        self.plain.is_filled(k)
+    }
+
     /// Decompresses block `k` (once) and returns its record offsets.
     fn ensure(&self, k: usize) -> std::result::Result<&[u32], BlockFault> {
         match self.plain.get_or_fill(k, |dst| self.decode(k, dst)) {
@@ -608,6 +613,17 @@ impl ColdSegment {
     pub(crate) fn block_of_seq_index(&self, i: u64) -> Option<usize> {
         self.block_of_record(i)
             .or_else(|| self.blocks.len().checked_sub(1))
+    }
+
+    /// Tells the memory that blocks `first..=last` will be decompressed soon, in order.
+    pub(crate) fn advise_sequential(&self, first: usize, last: usize) {
+        if let (Some(a), Some(b)) = (self.blocks.get(first), self.blocks.get(last)) {
+            self.plain
+                .advise_sequential(b_start(a), b_start(b) + b.len as usize);
+        }
+        fn b_start(b: &BlockEntry) -> usize {
+            b.offset as usize
+        }
     }
 
     /// Decompresses every block; returns the first damaged one.
@@ -902,8 +918,10 @@ pub(crate) fn compress_locked(
     Ok(out)
 }
 
-/// How many blocks a [`Prefetch`] decompresses ahead of the reader.
-const PREFETCH_AHEAD: usize = 3;
+/// How many blocks past the one being read a sequential read may have decompressed (or be
+/// decompressing): enough that neither thread waits for the other while blocks vary in size,
+/// few enough that a read stopped early wasted little.
+const PREFETCH_AHEAD: usize = 8;
 
 /// The state a [`Prefetch`] thread shares with the reader it serves.
 #[derive(Debug)]
@@ -911,14 +929,45 @@ struct PrefetchShared {
     stop: AtomicBool,
     /// The block the reader reads now.
     reading: AtomicUsize,
+    /// The first block nobody has taken yet: the reader and the thread take blocks in order,
+    /// each the next one, so each block is decompressed once and both cores decompress.
+    next: AtomicUsize,
+    /// The last block of the read.
+    last: usize,
+    /// The thread is parked (or about to), waiting for the reader to come closer.
+    sleeping: AtomicBool,
 }
 
-/// Decompression ahead of a sequential read of a cold segment: a thread decompresses the
-/// blocks after the one being read (at most [`PREFETCH_AHEAD`] ahead, up to `last`), so that
-/// decompressing the next blocks overlaps with reading (checksums, validation) this one. Each
-/// block is still decompressed once (whoever gets to it first; the other waits for it), into
-/// the same place, so the records read are the same bytes. Dropping it stops the thread and
-/// waits for it (at most one block's decompression).
+impl PrefetchShared {
+    /// Takes the next block if it is at most `limit` (and not past the read): the caller
+    /// decompresses it.
+    fn take(&self, limit: usize) -> Option<usize> {
+        let limit = limit.min(self.last);
+        let mut n = self.next.load(Ordering::Acquire);
+        loop {
+            if n > limit {
+                return None;
+            }
+            match self
+                .next
+                .compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(n),
+                Err(now) => n = now,
+            }
+        }
+    }
+}
+
+/// Decompression ahead of a sequential read of a cold segment, on both cores: a thread and the
+/// reader take the blocks in order, each the next one nobody has taken (the thread at most
+/// [`PREFETCH_AHEAD`] past the block being read, up to `last`). The reader decompresses only
+/// when the block it needs is not ready: then, instead of waiting for the thread, it
+/// decompresses the next block nobody has taken, and reads its block when that is ready. Each
+/// block is decompressed once, into its own place, so the records read are the same bytes.
+/// Hand-off costs an atomic per block; the thread parks only when it is [`PREFETCH_AHEAD`]
+/// blocks ahead and is woken when the reader has come within half of that. Dropping it stops
+/// the thread and waits for it (at most one block's decompression).
 pub(crate) struct Prefetch {
     shared: Arc<PrefetchShared>,
     handle: Option<JoinHandle<()>>,
@@ -928,45 +977,56 @@ impl std::fmt::Debug for Prefetch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Prefetch")
             .field("reading", &self.shared.reading.load(Ordering::Relaxed))
+            .field("next", &self.shared.next.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
 
 impl Prefetch {
-    /// Starts decompressing the blocks `first + 1 ..= last` of the cold segment `view` ahead of
-    /// a reader now at block `first`. `None` when there is nothing ahead, the machine has one
-    /// core, or no thread can be started (the reader then decompresses every block itself).
+    /// Starts decompressing the blocks `first ..= last` of the cold segment `view` for a reader
+    /// now at block `first`. `None` when there is nothing ahead, the machine has one core, or
+    /// no thread can be started (the reader then decompresses every block itself).
     pub(crate) fn start(view: &Arc<SegmentView>, first: usize, last: usize) -> Option<Prefetch> {
         if last <= first + 1 || !parallel() {
             return None;
         }
-        view.cold()?;
+        view.cold()?.advise_sequential(first, last);
         let shared = Arc::new(PrefetchShared {
             stop: AtomicBool::new(false),
             reading: AtomicUsize::new(first),
+            next: AtomicUsize::new(first),
+            last,
+            sleeping: AtomicBool::new(false),
         });
         let (view, mine) = (Arc::clone(view), Arc::clone(&shared));
         let handle = std::thread::Builder::new()
             .name("agentlog-cold-prefetch".into())
             .spawn(move || {
                 let Some(cold) = view.cold() else { return };
-                let mut k = first + 1;
-                while k <= last && !mine.stop.load(Ordering::Acquire) {
-                    let reading = mine.reading.load(Ordering::Acquire);
-                    if k <= reading {
-                        // The reader got there first.
-                        k = reading + 1;
-                        continue;
-                    }
-                    if k > reading + PREFETCH_AHEAD {
-                        std::thread::park();
-                        continue;
-                    }
-                    // A damaged block is remembered for the reader, which reports it.
-                    if cold.ensure(k).is_err() {
+                while !mine.stop.load(Ordering::Acquire) {
+                    if mine.next.load(Ordering::Acquire) > mine.last {
                         return;
                     }
-                    k += 1;
+                    let reading = mine.reading.load(Ordering::SeqCst);
+                    match mine.take(reading + PREFETCH_AHEAD) {
+                        // A damaged block is remembered for the reader, which reports it.
+                        Some(k) => {
+                            let _ = cold.ensure(k);
+                        }
+                        None => {
+                            // Far enough ahead: sleep until the reader comes closer. (The
+                            // reader reads `sleeping` after moving on, this thread `reading`
+                            // after setting it: one of them sees the other's store.)
+                            mine.sleeping.store(true, Ordering::SeqCst);
+                            let reading = mine.reading.load(Ordering::SeqCst);
+                            if mine.next.load(Ordering::SeqCst) > reading + PREFETCH_AHEAD
+                                && !mine.stop.load(Ordering::SeqCst)
+                            {
+                                std::thread::park();
+                            }
+                            mine.sleeping.store(false, Ordering::SeqCst);
+                        }
+                    }
                 }
             })
             .ok()?;
@@ -976,11 +1036,27 @@ impl Prefetch {
         })
     }
 
-    /// The reader moved on to block `k`.
-    pub(crate) fn reading(&self, k: usize) {
-        self.shared.reading.store(k, Ordering::Release);
-        if let Some(h) = &self.handle {
-            h.thread().unpark();
+    /// The reader needs block `k` of `cold` (the segment this prefetch reads) now. Until it is
+    /// ready, the reader decompresses the next blocks nobody has taken (block `k` itself when
+    /// nobody has); it waits for the thread only when there is nothing left to take.
+    pub(crate) fn reading(&self, cold: &ColdSegment, k: usize) {
+        let s = &*self.shared;
+        s.reading.store(k, Ordering::SeqCst);
+        if s.sleeping.load(Ordering::SeqCst)
+            && s.next.load(Ordering::SeqCst) <= k + PREFETCH_AHEAD / 2
+        {
+            if let Some(h) = &self.handle {
+                h.thread().unpark();
+            }
+        }
+        while !cold.is_ready(k) {
+            match s.take(k + PREFETCH_AHEAD) {
+                Some(j) => {
+                    let _ = cold.ensure(j);
+                }
+                // The thread is decompressing block `k`: the caller's read waits for it.
+                None => return,
+            }
         }
     }
 }

@@ -897,7 +897,7 @@ impl<'a> Iterator for Iter<'a> {
             // A cold segment: the next block (once per block; a plain segment is ready whole).
             if let (Some(p), Some(c)) = (&self.prefetch, view.cold()) {
                 if let Some(k) = c.block_at(self.offset) {
-                    p.reading(k);
+                    p.reading(c, k);
                 }
             }
             match view.ready_at(self.offset) {
