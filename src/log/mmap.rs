@@ -11,7 +11,8 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::OnceLock;
+use std::mem::ManuallyDrop;
+use std::sync::{Mutex, OnceLock};
 
 use memmap2::{Advice, Mmap, MmapMut, MmapOptions, MmapRaw};
 
@@ -56,7 +57,12 @@ pub(crate) fn copy_to_map(bytes: &[u8]) -> io::Result<Mmap> {
 /// from the decompressor, no copy), and readers read a range only after its fill returned, the
 /// same contract as a segment's writer and its readers (a published range never changes).
 pub(crate) struct FillMap<T> {
-    raw: MmapRaw,
+    /// The memory (from [`POOL`] when a large enough map was there; it may be longer than
+    /// `len`, and then holds bytes of an earlier map, each overwritten by its range's fill
+    /// before it is read). Taken only by `drop`, which gives it to the pool.
+    raw: ManuallyDrop<MmapRaw>,
+    /// The bytes in use.
+    len: usize,
     /// Each range (start, end), in order, disjoint, inside the map; and what its fill returned.
     ranges: Vec<(usize, usize)>,
     filled: Vec<OnceLock<T>>,
@@ -65,7 +71,7 @@ pub(crate) struct FillMap<T> {
 impl<T> std::fmt::Debug for FillMap<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FillMap")
-            .field("len", &self.raw.len())
+            .field("len", &self.len)
             .field("ranges", &self.ranges.len())
             .finish()
     }
@@ -97,23 +103,35 @@ impl<T> FillMap<T> {
                 format!("a prefix of {at} bytes in a map of {n}"),
             ));
         }
-        let mut map = MmapMut::map_anon(n)?;
-        map[..prefix.len()].copy_from_slice(prefix);
-        let raw = MmapRaw::from(map);
+        let raw = match pool_take(n) {
+            Some(raw) => raw,
+            None => MmapRaw::from(MmapMut::map_anon(n)?),
+        };
+        // SAFETY: the map is at least `n` bytes (taken for that length, or made of it) and no
+        // other reference to it exists yet.
+        unsafe {
+            std::slice::from_raw_parts_mut(raw.as_mut_ptr(), prefix.len()).copy_from_slice(prefix)
+        };
         let filled = ranges.iter().map(|_| OnceLock::new()).collect();
         Ok(FillMap {
-            raw,
+            raw: ManuallyDrop::new(raw),
+            len: n,
             ranges,
             filled,
         })
     }
 
-    /// The whole map: a range may be read once its fill returned (before, it reads as zeros, or
-    /// as a fill in progress).
+    fn raw(&self) -> &MmapRaw {
+        &self.raw
+    }
+
+    /// The whole map: a range may be read once its fill returned (before, it reads as zeros or
+    /// as bytes of an earlier map, or as a fill in progress).
     pub(crate) fn bytes(&self) -> &[u8] {
-        // SAFETY: the map lives as long as `self`; the only writes are the fills of ranges, each
-        // once, before any reader reads that range (see the type's documentation).
-        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.raw.len()) }
+        // SAFETY: the map lives as long as `self` and holds at least `len` bytes; the only
+        // writes are the fills of ranges, each once, before any reader reads that range (see
+        // the type's documentation).
+        unsafe { std::slice::from_raw_parts(self.raw().as_ptr(), self.len) }
     }
 
     /// Tells the kernel that the bytes `start..end` will all be filled soon (a sequential
@@ -121,9 +139,11 @@ impl<T> FillMap<T> {
     /// in `madvise` or `always` mode), so that filling them costs one page fault and one page
     /// to free per 2 MiB instead of per 4 KiB. Advice only: a failure changes nothing but speed.
     pub(crate) fn advise_sequential(&self, start: usize, end: usize) {
-        let end = end.min(self.raw.len());
+        let end = end.min(self.len);
         if start < end {
-            let _ = self.raw.advise_range(Advice::HugePage, start, end - start);
+            let _ = self
+                .raw()
+                .advise_range(Advice::HugePage, start, end - start);
         }
     }
 
@@ -139,16 +159,61 @@ impl<T> FillMap<T> {
             let (start, end) = self.ranges[k];
             // Bring the range's pages in with one call instead of a page fault each (Linux 5.14
             // and later; elsewhere the writes fault them in).
-            let _ = self
-                .raw
-                .advise_range(Advice::PopulateWrite, start, end - start);
+            let raw = self.raw();
+            let _ = raw.advise_range(Advice::PopulateWrite, start, end - start);
             // SAFETY: the range is inside the map (checked in `new`), disjoint from every other
             // range, and this closure runs at most once for it (`OnceLock`): no other reference
             // to these bytes is written or read meanwhile.
-            let dst = unsafe {
-                std::slice::from_raw_parts_mut(self.raw.as_mut_ptr().add(start), end - start)
-            };
+            let dst =
+                unsafe { std::slice::from_raw_parts_mut(raw.as_mut_ptr().add(start), end - start) };
             fill(dst)
         })
+    }
+}
+
+impl<T> Drop for FillMap<T> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is not used again: this is the map's drop.
+        pool_give(unsafe { ManuallyDrop::take(&mut self.raw) });
+    }
+}
+
+/// At most this many bytes of freed [`FillMap`] memory are kept for the next maps.
+const POOL_MAX_BYTES: usize = 128 << 20;
+/// At most this many freed maps are kept.
+const POOL_MAX_MAPS: usize = 8;
+
+/// Memory of dropped [`FillMap`]s, newest last, for the next ones: a process that reads cold
+/// segments again (another reader of the same or another archived session) fills pages it
+/// already has instead of having the kernel allocate and zero new ones, and free them again at
+/// the end (for a 64 MiB segment, that was about as much time as its decompression). At most
+/// [`POOL_MAX_BYTES`] are kept (the oldest map is unmapped first). (`MADV_FREE` on a kept map,
+/// to let the kernel take it back under memory pressure, was tried: the pages were zeroed again
+/// on reuse, which is what the pool avoids.)
+static POOL: Mutex<Vec<MmapRaw>> = Mutex::new(Vec::new());
+
+/// A kept map of at least `len` bytes (and not more than twice that), if any.
+fn pool_take(len: usize) -> Option<MmapRaw> {
+    let mut pool = POOL.lock().ok()?;
+    let k = pool
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.len() >= len && m.len() / 2 <= len)
+        .min_by_key(|(_, m)| m.len())
+        .map(|(k, _)| k)?;
+    Some(pool.swap_remove(k))
+}
+
+/// Keeps the memory of a dropped map for the next one (or unmaps it, past the pool's limits).
+fn pool_give(raw: MmapRaw) {
+    if raw.len() > POOL_MAX_BYTES {
+        return;
+    }
+    let Ok(mut pool) = POOL.lock() else { return };
+    pool.push(raw);
+    let mut total: usize = pool.iter().map(|m| m.len()).sum();
+    while total > POOL_MAX_BYTES || pool.len() > POOL_MAX_MAPS {
+        let oldest = pool.remove(0);
+        total -= oldest.len();
     }
 }

@@ -4,6 +4,7 @@
 //! See `tests/README.md`.
 
 mod cold_dictionary;
+mod cold_parallel;
 mod cold_reads;
 mod cold_segments;
 mod concurrency;
