@@ -460,7 +460,7 @@ impl ColdSegment {
     }
 
     /// The plain segment's bytes: its header, and the blocks decompressed so far (the others
-    /// read as zeros).
+    /// hold zeros or bytes of a dropped reader's map: never read before their block is ready).
     pub(crate) fn plain(&self) -> &[u8] {
         self.plain.bytes()
     }

@@ -78,9 +78,11 @@ impl<T> std::fmt::Debug for FillMap<T> {
 }
 
 impl<T> FillMap<T> {
-    /// Maps `len` bytes of zeroed anonymous memory starting with `prefix`, to be filled in
-    /// `ranges` (sorted, disjoint, after the prefix, inside `len`; refused otherwise). Only the
-    /// pages written take memory.
+    /// Maps `len` bytes of anonymous memory starting with `prefix`, to be filled in `ranges`
+    /// (sorted, disjoint, after the prefix, inside `len`; refused otherwise): a map kept from a
+    /// dropped one when the pool has one of the right size (its bytes outside the prefix are
+    /// an earlier map's until filled), else a new zeroed map, where only the pages written
+    /// take memory.
     pub(crate) fn new(
         len: u64,
         prefix: &[u8],
