@@ -865,7 +865,7 @@ impl Inner {
     /// made durable: the records of earlier segments are made durable by their seals, which it
     /// waits for.
     ///
-    /// With several fdatasyncs of one file under way (two group-commit ones, or one and the
+    /// With several fdatasyncs of one file under way (a group-commit one and the
     /// segment's seal), a success alone does not prove the records durable: when write-back
     /// fails, Linux reports the error once per open file, to the first fdatasync that checks,
     /// which may be another one under way, and this one returns 0. So every fdatasync holds a
