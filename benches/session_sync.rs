@@ -98,8 +98,46 @@ fn new_session(dir: &std::path::Path) -> Session {
     Session::create(dir, SessionMeta::new("bench", 0), options).expect("create session")
 }
 
+/// One untimed run of `n` events on `threads` threads, in the timed rows' shape: prints how many
+/// events each group-commit fdatasync covered.
+fn print_events_per_sync(pool: &[Item], threads: usize, n: usize) {
+    let dir = scratch();
+    let session = new_session(&dir.path().join("s"));
+    let feed = Mutex::new(Feed {
+        items: pool[..n].iter().collect::<Vec<_>>().into_iter(),
+    });
+    let took = run_threads(threads, n as u64, &|count| {
+        for _ in 0..count {
+            let seq = {
+                let mut feed = feed.lock().expect("feed");
+                let item = feed.next();
+                let draft = Draft {
+                    event: item.event.clone(),
+                    seq: None,
+                    time: Some(item.event.time),
+                };
+                session
+                    .append_with(draft, Durability::Os)
+                    .expect("append")
+                    .expect("a seq")
+            };
+            session.sync_through(seq).expect("sync");
+        }
+    });
+    let syncs = session.group_syncs();
+    eprintln!(
+        "session_sync: {threads} thread(s), {n} events: {syncs} fdatasyncs, {:.2} events per \
+         fdatasync, {:.1} µs per event",
+        n as f64 / syncs.max(1) as f64,
+        took.as_secs_f64() * 1e6 / n as f64
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let pool = mix_items(gen::Mix::Small, POOL);
+    for threads in THREADS {
+        print_events_per_sync(&pool, threads, 400 * threads);
+    }
     let mut g = c.benchmark_group("session_sync");
     g.sampling_mode(SamplingMode::Flat);
     g.throughput(Throughput::Elements(1));

@@ -191,14 +191,35 @@ struct SyncState {
     covering: u64,
     /// Background seals finished (successfully or not); compared with `Inner::seals`.
     seals_done: u64,
+    /// The targets of the callers of [`Inner::sync_through`] waiting now (one entry each).
+    waiters: Vec<u64>,
+    /// How many callers the last group-commit fdatasync released (its leader among them):
+    /// the callers the next leader gathers ([`Inner::sync_through`]).
+    expected: usize,
+    /// Callers that came to wait since the last group-commit fdatasync ended.
+    arrived: usize,
+    /// True while a leader gathers callers before its fdatasync (it counts as in flight).
+    gathering: bool,
+    /// A moving average of the group-commit fdatasyncs' duration, in nanoseconds (0: none yet).
+    sync_ns: u64,
+    /// Group-commit fdatasyncs made ([`Log::group_syncs`]).
+    group_syncs: u64,
 }
 
-/// fdatasyncs of one log that may run at once. One in flight makes N concurrent `sync`
-/// appenders wait for the one under way and then share the next (at most N records per
-/// fdatasync); a second one starts as soon as records are waiting, without waiting for a wake-up
-/// after the first, and the kernel overlaps the two. More (four, or one per appending thread)
-/// measured no better with 4 and 8 threads on one session (README, "Issue 14 targets", ³).
-const MAX_SYNCS_IN_FLIGHT: u32 = 2;
+/// Group-commit fdatasyncs of one log that may run at once. One: the callers that arrive while
+/// it runs share the next one, and the next leader first gathers the callers the last one
+/// released ([`Inner::sync_through`]). Two or more in flight (measured: two, four, one per
+/// appending thread) each cover fewer events, and with the ticket rule a success waits for the
+/// overlapping fdatasync to end as well (README, "Issue 14 targets", ³).
+const MAX_SYNCS_IN_FLIGHT: u32 = 1;
+
+/// The longest a leader waits to gather callers, as a fraction of the recent fdatasync time
+/// (the gathering pays when it adds callers whose sync would otherwise cost one more
+/// fdatasync) and at most [`MAX_GATHER`].
+const GATHER_FRACTION: u64 = 2;
+
+/// The longest a leader waits to gather callers, whatever the fdatasyncs take.
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 pub(crate) struct Inner {
     pub dir: PathBuf,
@@ -207,6 +228,8 @@ pub(crate) struct Inner {
     writer: Mutex<Writer>,
     sync: Mutex<SyncState>,
     sync_cv: Condvar,
+    /// Wakes a gathering leader once the callers it waits for have come ([`Inner::sync_through`]).
+    gather_cv: Condvar,
     poisoned: AtomicBool,
     poison_cause: Mutex<Option<String>>,
     /// The thread finishing the last sealed segment (sync, trim, final index header), if any.
@@ -272,8 +295,15 @@ impl Log {
                 covering: 0,
                 seals_done: 0,
                 synced,
+                waiters: Vec::new(),
+                expected: 0,
+                arrived: 0,
+                gathering: false,
+                sync_ns: 0,
+                group_syncs: 0,
             }),
             sync_cv: Condvar::new(),
+            gather_cv: Condvar::new(),
             poisoned: AtomicBool::new(false),
             poison_cause: Mutex::new(None),
             sealing: Mutex::new(None),
@@ -372,6 +402,14 @@ impl Log {
     /// Number of records known to be on stable storage.
     pub fn synced_len(&self) -> u64 {
         lock(&self.inner.sync).synced
+    }
+
+    /// The number of group-commit fdatasyncs this writer has made (for `sync` appends,
+    /// [`Log::sync`], [`Log::sync_through`] and the periodic sync; not the seals' or the
+    /// close's): the records made durable divided by this is how many records each fdatasync
+    /// covered.
+    pub fn group_syncs(&self) -> u64 {
+        lock(&self.inner.sync).group_syncs
     }
 
     /// The number of segments retired since this writer opened (each sealed in the background
@@ -711,33 +749,103 @@ impl Inner {
     }
 
     /// Group commit: a caller whose records an fdatasync under way covers waits for it; else
-    /// it starts one, unless [`MAX_SYNCS_IN_FLIGHT`] run already (then it waits for one to end
-    /// and looks again).
+    /// it leads the next one, unless [`MAX_SYNCS_IN_FLIGHT`] run already (then it waits for one
+    /// to end and looks again).
+    ///
+    /// A leader first gathers: the callers the last fdatasync released (its own leader
+    /// among them) are appending their next records now, a few microseconds behind. Starting
+    /// at once would cover only the callers that arrived while the last one ran (about half of
+    /// N concurrent appenders), and the others would need an fdatasync of their own. So the
+    /// leader waits until as many callers have arrived since the last one ended as it released,
+    /// or a fraction of an fdatasync's time has passed ([`GATHER_FRACTION`], at most
+    /// [`MAX_GATHER`]), whichever comes first. A lone appender never waits: it is the one caller
+    /// its last fdatasync released.
     fn sync_through(&self, target: u64) -> Result<()> {
         let mut s = lock(&self.sync);
+        if s.synced >= target {
+            return Ok(());
+        }
+        s.waiters.push(target);
+        s.arrived += 1;
+        if s.gathering && s.arrived >= s.expected {
+            self.gather_cv.notify_one();
+        }
+        let (mut s, result) = self.wait_synced(s, target);
+        if let Some(i) = s.waiters.iter().position(|&t| t == target) {
+            s.waiters.swap_remove(i);
+        }
+        drop(s);
+        result
+    }
+
+    /// [`Inner::sync_through`] once its caller is counted among the waiters.
+    fn wait_synced<'a>(
+        &'a self,
+        mut s: std::sync::MutexGuard<'a, SyncState>,
+        target: u64,
+    ) -> (std::sync::MutexGuard<'a, SyncState>, Result<()>) {
         loop {
             if s.synced >= target {
-                return Ok(());
+                return (s, Ok(()));
             }
-            self.check_poison()?;
-            if s.covering >= target || s.in_flight >= MAX_SYNCS_IN_FLIGHT {
+            if let Err(e) = self.check_poison() {
+                return (s, Err(e));
+            }
+            if s.covering >= target || s.gathering || s.in_flight >= MAX_SYNCS_IN_FLIGHT {
                 s = unpoisoned(self.sync_cv.wait(s));
                 continue;
             }
+            s = self.gather(s);
             s.in_flight += 1;
             drop(s);
+            let started = std::time::Instant::now();
             let result = self.sync_once();
+            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             s = lock(&self.sync);
             s.in_flight -= 1;
-            self.sync_cv.notify_all();
+            s.group_syncs += 1;
+            s.sync_ns = if s.sync_ns == 0 {
+                took
+            } else {
+                (s.sync_ns.saturating_mul(7) / 8).saturating_add(took / 8)
+            };
             match result {
-                Ok(len) => s.synced = s.synced.max(len),
+                Ok(len) => {
+                    s.synced = s.synced.max(len);
+                    let synced = s.synced;
+                    s.expected = s.waiters.iter().filter(|&&t| t <= synced).count();
+                    s.arrived = 0;
+                    self.sync_cv.notify_all();
+                }
                 Err(e) => {
                     self.poison(&e);
-                    return Err(e);
+                    self.sync_cv.notify_all();
+                    return (s, Err(e));
                 }
             }
         }
+    }
+
+    /// A leader's wait for the callers the last fdatasync released ([`Inner::sync_through`]).
+    fn gather<'a>(
+        &'a self,
+        mut s: std::sync::MutexGuard<'a, SyncState>,
+    ) -> std::sync::MutexGuard<'a, SyncState> {
+        if s.arrived >= s.expected || s.sync_ns == 0 {
+            return s;
+        }
+        let limit = Duration::from_nanos(s.sync_ns / GATHER_FRACTION).min(MAX_GATHER);
+        let deadline = std::time::Instant::now() + limit;
+        s.gathering = true;
+        while s.arrived < s.expected && !self.poisoned.load(Ordering::SeqCst) {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            s = unpoisoned(self.gather_cv.wait_timeout(s, deadline - now)).0;
+        }
+        s.gathering = false;
+        s
     }
 
     /// Waits (on the sync state's lock) until every fdatasync with a ticket up to `ticket` has
@@ -757,7 +865,7 @@ impl Inner {
     /// made durable: the records of earlier segments are made durable by their seals, which it
     /// waits for.
     ///
-    /// With several fdatasyncs of one file under way (two group-commit ones, or one and the
+    /// With several fdatasyncs of one file under way (a group-commit one and the
     /// segment's seal), a success alone does not prove the records durable: when write-back
     /// fails, Linux reports the error once per open file, to the first fdatasync that checks,
     /// which may be another one under way, and this one returns 0. So every fdatasync holds a

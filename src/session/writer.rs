@@ -761,6 +761,13 @@ impl Session {
         Ok(self.log.sync()?)
     }
 
+    /// The number of group-commit fdatasyncs this handle's log has made
+    /// ([`Log::group_syncs`](crate::log::Log::group_syncs)): the events made durable divided
+    /// by this is how many each fdatasync covered.
+    pub fn group_syncs(&self) -> u64 {
+        self.log.group_syncs()
+    }
+
     /// Archives the session: it stays readable, appends are refused until it is unarchived.
     pub fn archive(&self) -> Result<()> {
         self.update_meta(|m| m.state = SessionState::Archived)

@@ -13,6 +13,7 @@ mod crash_kill;
 mod disk_full;
 mod events_roundtrip;
 mod fuzz_corpus;
+mod group_commit_gather;
 mod last_segment_hint;
 mod lazy_reader;
 mod power_loss;

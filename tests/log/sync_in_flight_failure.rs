@@ -1,5 +1,5 @@
-//! Group commit with overlapping fdatasyncs (two group-commit ones at a time, and background
-//! seals) and one of them failing (`agentlog::log::sim`):
+//! Group commit with overlapping fdatasyncs (a group-commit one and background seals) and one
+//! of them failing (`agentlog::log::sim`):
 //! eight threads append to one log in small segments (so that background seals run beside the
 //! group commit's fdatasyncs) and wait for durability (half under a lock of their own followed
 //! by `sync_through` outside it, half with `Durability::Sync`), every simulated fdatasync takes
@@ -35,6 +35,9 @@ use common::{env_count, seed, Rng};
 
 const THREADS: u64 = 8;
 
+/// Records per thread after which a round that never failed an fdatasync that counts stops.
+const LIMIT: u64 = 5_000;
+
 fn payload(thread: u64, i: u64) -> Vec<u8> {
     format!(
         "thread {thread} record {i:05} {}",
@@ -43,8 +46,10 @@ fn payload(thread: u64, i: u64) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Appends from every thread until the failure stops them all; returns the records
-/// acknowledged durable (seq → payload) and the errors the threads stopped on.
+/// Appends from every thread until the failure stops them all, or until each has appended
+/// `LIMIT` records (the failed fdatasync was one whose failure the writer ignores: the
+/// `LASTSEG` hint's, a cache); returns the records acknowledged durable (seq → payload) and the
+/// errors the threads stopped on (`Error::Closed` for the limit).
 fn run(log: &Arc<Log>) -> (BTreeMap<u64, Vec<u8>>, Vec<Error>) {
     let caller_lock = Arc::new(Mutex::new(()));
     let acked = Arc::new(Mutex::new(BTreeMap::new()));
@@ -58,6 +63,9 @@ fn run(log: &Arc<Log>) -> (BTreeMap<u64, Vec<u8>>, Vec<Error>) {
             std::thread::spawn(move || {
                 let mut i = 0;
                 loop {
+                    if i == LIMIT {
+                        return Error::Closed;
+                    }
                     let p = payload(t, i);
                     i += 1;
                     let seq = if t % 2 == 0 {
@@ -93,6 +101,8 @@ fn run(log: &Arc<Log>) -> (BTreeMap<u64, Vec<u8>>, Vec<Error>) {
 fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_record() {
     let iters = env_count("AGENTLOG_POWER_ITERS", 6);
     let mut rng = Rng(seed(0x5eed_1414));
+    let mut group_failures = 0;
+    let mut overlapped = 0;
     for round in 0..iters {
         let dir = tempfile::tempdir().unwrap();
         let sim = Arc::new(SimStorage::new());
@@ -107,15 +117,29 @@ fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_rec
         sim.fail(OpKind::Sync, fail_at, EIO, Repeat::Once);
         let log = Arc::new(log);
         let (acked, errors) = run(&log);
+        if !log.is_poisoned() {
+            // The failed fdatasync was the `LASTSEG` hint's (written with each new segment):
+            // a cache, whose failure the writer ignores (docs/format.md). Nothing to check.
+            assert!(errors.iter().all(|e| matches!(e, Error::Closed)));
+            assert!(sim.count(OpKind::Sync) >= fail_at);
+            continue;
+        }
 
-        // One thread met the failed fdatasync itself, the others the poisoned log.
-        assert!(
-            errors.iter().any(|e| matches!(
+        // One thread met the failed fdatasync itself, the others the poisoned log; or the
+        // failed one was a background seal's (or a new segment's), and every thread met the
+        // poisoning it caused. (Group commit shares each fdatasync among up to eight callers,
+        // so a seal's fdatasync is the failing one in some rounds.)
+        let met = errors.iter().any(|e| {
+            matches!(
                 e,
                 Error::Io { op: "fdatasync", source, .. } if source.raw_os_error() == Some(EIO)
-            )),
-            "round {round}: {errors:?}"
-        );
+            )
+        });
+        let seal = errors
+            .iter()
+            .all(|e| matches!(e, Error::Poisoned { cause } if cause.contains("fdatasync")));
+        assert!(met || seal, "round {round}: {errors:?}");
+        group_failures += u64::from(met);
         assert!(
             errors.iter().all(|e| matches!(
                 e,
@@ -132,11 +156,8 @@ fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_rec
             Err(Error::Poisoned { .. })
         ));
         assert!(log.sync().is_err(), "round {round}");
-        assert!(
-            sim.max_syncs_in_flight() >= 2,
-            "round {round}: at most {} fdatasyncs were in flight at once",
-            sim.max_syncs_in_flight()
-        );
+        // Group commit runs one fdatasync at a time; a background seal's overlaps it.
+        overlapped += u64::from(sim.max_syncs_in_flight() >= 2);
         assert!(
             sim.count(OpKind::Sync) >= fail_at,
             "round {round}: the failing fdatasync never ran"
@@ -168,4 +189,13 @@ fn a_failed_fdatasync_among_many_in_flight_poisons_and_loses_no_acknowledged_rec
         }
         log.close().unwrap();
     }
+    assert!(
+        overlapped > 0 || iters < 3,
+        "no round had two fdatasyncs in flight at once"
+    );
+    // Most failing fdatasyncs are group commit's (a seal's is one in ten or so).
+    assert!(
+        group_failures > 0 || iters < 3,
+        "no round failed a group-commit fdatasync"
+    );
 }
