@@ -320,9 +320,12 @@ fn repair(
     // The hint of a log reopened, when it does not name the active segment (a log written by an
     // older build, or changed by recovery): not synced, as the active segment exists and is the
     // last (docs/format.md, `LASTSEG`).
+    // A hint with the tail a clean close wrote is rewritten without it: the tail is checked
+    // before it is used, but this writer's appends would make every reader's check fail.
     let hint = Hint {
         log_id,
         last_base: active.base,
+        tail: None,
     };
     if hint::read_hint(dir) != Some(hint) {
         let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);

@@ -18,6 +18,7 @@ use super::format::{self, IndexState, LogId, SegmentHeader, HEADER_SIZE};
 use super::hint;
 use super::recovery;
 use super::segment::{self, check_record, Fault, SegmentView};
+use super::tail::{self, TailRecord};
 use crate::util::{lock, unpoisoned};
 
 /// One segment of a reader's list: its base seq, and its view once it is mapped.
@@ -174,6 +175,10 @@ pub struct LogReader {
     /// for, until it lists the others.
     first: Option<SegmentHeader>,
     len: u64,
+    /// The log's last record when the reader was opened, read with `pread` (a reader opened
+    /// that way maps no segment until a read needs another record): `get` of its seq answers
+    /// from this copy.
+    tail: Option<Arc<TailRecord>>,
 }
 
 impl Clone for LogReader {
@@ -188,6 +193,7 @@ impl Clone for LogReader {
             listed: self.listed.clone(),
             first: self.first,
             len: self.len,
+            tail: self.tail.clone(),
         }
     }
 }
@@ -210,6 +216,7 @@ impl LogReader {
             partial: false,
             listed: OnceLock::new(),
             len,
+            tail: None,
         }
     }
 
@@ -225,7 +232,21 @@ impl LogReader {
     /// segment but the last holds the seqs up to the next one's base; a segment that turns out
     /// missing or damaged when it is mapped (or listed) fails that read with an error naming it.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
-        let dir: Arc<Path> = Arc::from(dir.as_ref());
+        let dir = dir.as_ref();
+        if let Some(t) = tail::read_tail(dir) {
+            let dir: Arc<Path> = Arc::from(dir);
+            let base = t.header.base_seq;
+            return Ok(LogReader {
+                segments: Arc::new(vec![Slot::lazy(&dir, base)]),
+                source: Source::Detached(dir),
+                partial: base > 0,
+                listed: OnceLock::new(),
+                first: Some(t.header),
+                len: base + t.count,
+                tail: t.last.map(Arc::new),
+            });
+        }
+        let dir: Arc<Path> = Arc::from(dir);
         if let Some(reader) = LogReader::open_from_hint(&dir) {
             return Ok(reader);
         }
@@ -253,6 +274,7 @@ impl LogReader {
             partial: hint.last_base > 0,
             listed: OnceLock::new(),
             len: hint.last_base + count,
+            tail: None,
         };
         // The segment after it must not exist (or the reader goes on into it); a sealed one
         // without a successor is damage, which the listing names.
@@ -283,6 +305,7 @@ impl LogReader {
                 listed: OnceLock::new(),
                 first: None,
                 len: 0,
+                tail: None,
             });
         };
         // The first segment's header first: a bad header is named before what it implies.
@@ -326,6 +349,7 @@ impl LogReader {
             listed: OnceLock::new(),
             first: Some(first),
             len: last_base + count,
+            tail: None,
         };
         // A sealed last segment: its successor was created before it was sealed, after the
         // directory was listed above; it must be there now.
@@ -611,6 +635,12 @@ impl LogReader {
     pub fn get(&self, seq: u64) -> Result<Record<'_>> {
         if seq >= self.len {
             return Err(Error::SeqOutOfRange { seq, len: self.len });
+        }
+        if let Some(t) = self.tail.as_deref().filter(|t| t.seq == seq) {
+            return Ok(Record {
+                seq,
+                payload: t.payload(),
+            });
         }
         let slots = self.slots_for(seq)?;
         let k = segment_for(slots, seq).ok_or(Error::SeqOutOfRange { seq, len: self.len })?;
