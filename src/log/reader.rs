@@ -157,8 +157,9 @@ enum Source {
 /// writer's process ([`Log::reader`](super::Log::reader)) or from any other ([`LogReader::open`]).
 ///
 /// A reader opened from a directory maps a segment only when it first reads from it: opening
-/// one maps the last segment (to count its records), found from the `LASTSEG` hint or the
-/// directory listing, whatever the number of segments. Clones share the segments
+/// one reads the last record with `pread` and maps nothing (`src/log/tail.rs`), or, when that
+/// path cannot vouch for the record, maps the last segment (to count its records), found from
+/// the `LASTSEG` hint or the directory listing, whatever the number of segments. Clones share the segments
 /// mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
 #[derive(Debug)]
 pub struct LogReader {
@@ -224,8 +225,12 @@ impl LogReader {
     /// in another process appends. Damage is not repaired (that is the writer's job); a reader sees
     /// the valid records and gets an error naming the segment and offset when it reaches damage.
     ///
-    /// Opening maps only the last segment; every other segment is mapped when a read first
-    /// needs it, so opening costs the same for a log of one segment or of thousands. The last
+    /// Opening reads the last record with `pread` (from the tail a clean close leaves in the
+    /// `LASTSEG` hint, or from the last segment's index) and keeps it, mapping nothing; when it
+    /// cannot vouch for that record so (a compressed or sealed last segment, a damaged record, a
+    /// stale hint: docs/format.md, `LASTSEG`), it maps the last segment. Every other segment is
+    /// mapped when a read first needs it, so opening costs the same for a log of one segment or
+    /// of thousands. The last
     /// segment is the one the `LASTSEG` hint names, once checked (docs/format.md, `LASTSEG`): the
     /// directory is then listed only when a read first needs an earlier segment. Without a
     /// sound hint, opening lists the directory and reads the first segment's header. Each
