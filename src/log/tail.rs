@@ -2,9 +2,10 @@
 //! event as cheaply as a JSONL tail).
 //!
 //! [`LogReader::open`](super::LogReader::open) tries this first: the `LASTSEG` hint names the
-//! last segment; the segment's header (one `pread`), its index's header and the entries at
-//! its end (one `pread`, two when the index is large), and the last record (one `pread`) are
-//! read into memory, and the record is checked as a map read checks it (checksum, seq, the end
+//! last segment; its header is read (one `pread`), then, with the tail a clean close leaves in
+//! the hint, the last record and the 16 bytes after it (one `pread`); without it, its index's
+//! header and the entries at its end (one `pread`, two when the index is large) and the last
+//! record (one `pread`). They are read into memory, and the record is checked as a map read checks it (checksum, seq, the end
 //! the index names). No file is mapped, no directory listed, no other segment touched: the
 //! reader keeps that record (an owned, 16-byte aligned copy) and maps a segment only when a
 //! read needs any other record.
@@ -27,7 +28,7 @@ use super::cold;
 use super::format::{
     self, IndexHeader, IndexState, SegmentHeader, HEADER_SIZE, INDEX_ENTRY_SIZE, RECORD_HEADER_SIZE,
 };
-use super::hint::{self, Hint, HintTail};
+use super::hint::{self, HintTail};
 use super::segment::{check_record, RecordCheck};
 
 /// The bytes of an index read at once: its header and the first entries (1,008 of them), the
@@ -102,12 +103,8 @@ pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
     let mut path = PathBuf::from(dir);
     path.push(format::segment_file_name(base));
     let seg = File::open(&path).ok()?;
-    if let Some(t) = hint.tail {
-        if let Some(tail) = from_hint_tail(&seg, &hint, t, &mut path) {
-            return Some(tail);
-        }
-        path.set_file_name(format::segment_file_name(base));
-    }
+    // The segment's header, always: it says the format version (a segment of another version
+    // is refused by the map path, never read) and whether the segment is compressed.
     let mut head = [0u8; HEADER_SIZE];
     if pread(&seg, &mut head, 0)? != HEADER_SIZE || cold::is_cold(&head) {
         return None;
@@ -115,6 +112,12 @@ pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
     let header = SegmentHeader::decode(&head).ok()?;
     if header.base_seq != base || header.log_id != hint.log_id {
         return None;
+    }
+    if let Some(t) = hint.tail {
+        if let Some(tail) = from_hint_tail(&seg, header, t, &mut path) {
+            return Some(tail);
+        }
+        path.set_file_name(format::segment_file_name(base));
     }
     path.set_extension("idx");
     let idx = File::open(&path).ok()?;
@@ -168,7 +171,8 @@ pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
                         if chunks > MAX_CHUNKS {
                             return None;
                         }
-                        from = format::index_entry_offset(i);
+                        // From the entry before (the last record's, when this chunk ends them).
+                        from = format::index_entry_offset(i.saturating_sub(1));
                         ibuf.resize(ENTRY_CHUNK * INDEX_ENTRY_SIZE, 0);
                         let got = pread(&idx, &mut ibuf, from)?;
                         ibuf.truncate(got);
@@ -204,18 +208,19 @@ pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
     })
 }
 
-/// The last record from the tail a clean close wrote in the hint: one `pread` of the record and
+/// The last record from the tail a clean close wrote in the hint (its segment's header read and
+/// checked by the caller): one `pread` of the record and
 /// the 16 bytes after it, which must be zero (or past the end of the file): no record follows
 /// it. `None` when the claim does not check (the caller reads the index then).
-fn from_hint_tail(seg: &File, hint: &Hint, t: HintTail, path: &mut PathBuf) -> Option<Tail> {
-    let header = SegmentHeader {
-        base_seq: hint.last_base,
-        log_id: hint.log_id,
-        capacity: u64::from(t.capacity),
-        payload_schema: t.payload_schema,
-        // Not in the hint, and not read by readers.
-        created_ms: 0,
-    };
+fn from_hint_tail(
+    seg: &File,
+    header: SegmentHeader,
+    t: HintTail,
+    path: &mut PathBuf,
+) -> Option<Tail> {
+    if u64::from(t.capacity) != header.capacity || t.payload_schema != header.payload_schema {
+        return None;
+    }
     let count = u64::from(t.count);
     let (offset, end) = (u64::from(t.last_offset), u64::from(t.end));
     let size = usize::try_from(end.checked_sub(offset)?).ok()?;
@@ -230,7 +235,7 @@ fn from_hint_tail(seg: &File, hint: &Hint, t: HintTail, path: &mut PathBuf) -> O
         return None;
     }
     bytes.resize(size, 0);
-    let seq = hint.last_base + count - 1;
+    let seq = header.base_seq + count - 1;
     // The checksum is seeded by the log id and the base seq: a record of another log or
     // segment does not check.
     let found = check_record(&bytes, 0, seq, &RecordCheck::of(&header)).ok()?;
@@ -238,7 +243,7 @@ fn from_hint_tail(seg: &File, hint: &Hint, t: HintTail, path: &mut PathBuf) -> O
         return None;
     }
     let payload_len = found.payload.len();
-    path.set_file_name(format::segment_file_name(hint.last_base + count));
+    path.set_file_name(format::segment_file_name(header.base_seq + count));
     if path.symlink_metadata().is_ok() {
         return None;
     }

@@ -241,3 +241,20 @@ fn a_damaged_last_record_gets_the_error_the_map_path_gives() {
     // The record before it is fine.
     assert_eq!(r.get(298).unwrap().payload, payload(298));
 }
+
+#[test]
+fn a_live_writers_large_index_is_read_in_chunks_up_to_its_last_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    // One segment of 4,000 small records: their entries go past the index's first 4 KiB.
+    let log = Log::open(tmp.path(), Options::default()).unwrap();
+    for seq in 0..4000u64 {
+        assert_eq!(log.append(&seq.to_le_bytes()).unwrap(), seq);
+    }
+    assert_eq!(segments(tmp.path()).len(), 1);
+    let r = LogReader::open(tmp.path()).unwrap();
+    assert_eq!(r.len(), 4000);
+    assert_eq!(r.get(3999).unwrap().payload, 3999u64.to_le_bytes());
+    assert_eq!(r.mapped_segments(), 0, "read with pread");
+    assert_eq!(r.get(1234).unwrap().payload, 1234u64.to_le_bytes());
+    log.close().unwrap();
+}
