@@ -159,8 +159,8 @@ enum Source {
 /// A reader opened from a directory maps a segment only when it first reads from it: opening
 /// one reads the last record with `pread` and maps nothing (`src/log/tail.rs`), or, when that
 /// path cannot vouch for the record, maps the last segment (to count its records), found from
-/// the `LASTSEG` hint or the directory listing, whatever the number of segments. Clones share the segments
-/// mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
+/// the `LASTSEG` hint or the directory listing, whatever the number of segments. Clones share
+/// the segments mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
 #[derive(Debug)]
 pub struct LogReader {
     source: Source,
@@ -230,9 +230,8 @@ impl LogReader {
     /// cannot vouch for that record so (a compressed or sealed last segment, a damaged record, a
     /// stale hint: docs/format.md, `LASTSEG`), it maps the last segment. Every other segment is
     /// mapped when a read first needs it, so opening costs the same for a log of one segment or
-    /// of thousands. The last
-    /// segment is the one the `LASTSEG` hint names, once checked (docs/format.md, `LASTSEG`): the
-    /// directory is then listed only when a read first needs an earlier segment. Without a
+    /// of thousands. The last segment is the one the `LASTSEG` hint names, once checked
+    /// (docs/format.md, `LASTSEG`): the directory is then listed only when a read first needs an earlier segment. Without a
     /// sound hint, opening lists the directory and reads the first segment's header. Each
     /// segment but the last holds the seqs up to the next one's base; a segment that turns out
     /// missing or damaged when it is mapped (or listed) fails that read with an error naming it.
