@@ -34,7 +34,7 @@
 //! | 60 | 4 | crc32 of bytes 0..60 |
 //!
 //! The tail is written when the writer closes the log cleanly (and dropped when a writer opens
-//! it): with it, a reader finds the last record with one `pread` of the segment, without its
+//! it; both in place, [`rewrite_hint_in_place`]): with it, a reader finds the last record with one `pread` of the segment, without its
 //! index (`src/log/tail.rs`). It is a claim checked before it is used: the record there must
 //! check (checksum, seq `base + count - 1`), end where the tail says, and be followed by no
 //! record (zero bytes or the end of the file) and no segment (`base + count` does not exist).
@@ -154,6 +154,25 @@ pub(crate) fn read_hint(dir: &Path) -> Option<Hint> {
         }
     };
     Hint::decode(&b[..n])
+}
+
+/// Rewrites the existing hint in place with `hint` (the writer's close adds the tail): one
+/// `pwrite` of 64 bytes over the file's 64, so nothing is allocated (on a full disk, and on a
+/// full tmpfs, where a reader's read of a hole needs a free page, this takes none). Never
+/// creates the file, never synced: a cache whose claims readers check; a reader that reads it
+/// half written finds its checksum wrong and does without it.
+pub(crate) fn rewrite_hint_in_place(dir: &Path, hint: Hint) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut path = PathBuf::from(dir);
+    path.push(LASTSEG_FILE);
+    let f = OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&path)?;
+    if f.metadata()?.len() != SIZE as u64 {
+        return Err(std::io::Error::other("not a whole hint"));
+    }
+    f.write_all_at(&hint.encode(), 0)
 }
 
 /// Writes the hint naming `last_base` as the last segment of the log in `dir`: to

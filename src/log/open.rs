@@ -327,8 +327,17 @@ fn repair(
         last_base: active.base,
         tail: None,
     };
-    if hint::read_hint(dir) != Some(hint) {
-        let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
+    match hint::read_hint(dir) {
+        Some(h) if h == hint => {}
+        // The same segment with a tail: dropped in place, allocating nothing (a full disk).
+        Some(h) if Hint { tail: None, ..h } == hint => {
+            if hint::rewrite_hint_in_place(dir, hint).is_err() {
+                let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
+            }
+        }
+        _ => {
+            let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
+        }
     }
     let writer = Writer {
         active: Some(active),

@@ -884,17 +884,22 @@ impl Inner {
         };
         if let Some(tail) = last.and_then(|a| a.hint_tail()) {
             // Where the last record is, for readers (docs/format.md, `LASTSEG`): a cache, not
-            // synced (a reader checks it against the segment before using it).
-            let _ = hint::write_hint(
-                self.options.storage.as_ref(),
-                &self.dir,
-                Hint {
-                    log_id: w.log_id,
-                    last_base: tail.0,
-                    tail: Some(tail.1),
-                },
-                false,
-            );
+            // synced (a reader checks it against the segment before using it), written over
+            // the hint naming this segment, in place: a close allocates nothing (a full disk).
+            let named = Hint {
+                log_id: w.log_id,
+                last_base: tail.0,
+                tail: None,
+            };
+            if hint::read_hint(&self.dir) == Some(named) {
+                let _ = hint::rewrite_hint_in_place(
+                    &self.dir,
+                    Hint {
+                        tail: Some(tail.1),
+                        ..named
+                    },
+                );
+            }
         }
         let mut s = lock(&self.sync);
         s.synced = s.synced.max(len);
