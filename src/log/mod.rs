@@ -58,6 +58,7 @@ mod salvage;
 mod segment;
 #[cfg(feature = "sim")]
 pub mod sim;
+mod tail;
 mod verify;
 mod writer;
 

@@ -320,12 +320,24 @@ fn repair(
     // The hint of a log reopened, when it does not name the active segment (a log written by an
     // older build, or changed by recovery): not synced, as the active segment exists and is the
     // last (docs/format.md, `LASTSEG`).
+    // A hint with the tail a clean close wrote is rewritten without it: the tail is checked
+    // before it is used, but this writer's appends would make every reader's check fail.
     let hint = Hint {
         log_id,
         last_base: active.base,
+        tail: None,
     };
-    if hint::read_hint(dir) != Some(hint) {
-        let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
+    match hint::read_hint(dir) {
+        Some(h) if h == hint => {}
+        // The same segment with a tail: dropped in place, allocating nothing (a full disk).
+        Some(h) if Hint { tail: None, ..h } == hint => {
+            if hint::rewrite_hint_in_place(dir, hint).is_err() {
+                let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
+            }
+        }
+        _ => {
+            let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
+        }
     }
     let writer = Writer {
         active: Some(active),

@@ -18,6 +18,7 @@ use super::format::{self, IndexState, LogId, SegmentHeader, HEADER_SIZE};
 use super::hint;
 use super::recovery;
 use super::segment::{self, check_record, Fault, SegmentView};
+use super::tail::{self, TailRecord};
 use crate::util::{lock, unpoisoned};
 
 /// One segment of a reader's list: its base seq, and its view once it is mapped.
@@ -156,9 +157,10 @@ enum Source {
 /// writer's process ([`Log::reader`](super::Log::reader)) or from any other ([`LogReader::open`]).
 ///
 /// A reader opened from a directory maps a segment only when it first reads from it: opening
-/// one maps the last segment (to count its records), found from the `LASTSEG` hint or the
-/// directory listing, whatever the number of segments. Clones share the segments
-/// mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
+/// one reads the last record with `pread` and maps nothing (`src/log/tail.rs`), or, when that
+/// path cannot vouch for the record, maps the last segment (to count its records), found from
+/// the `LASTSEG` hint or the directory listing, whatever the number of segments. Clones share
+/// the segments mapped so far; [`mapped_segments`](LogReader::mapped_segments) says how many are.
 #[derive(Debug)]
 pub struct LogReader {
     source: Source,
@@ -174,6 +176,10 @@ pub struct LogReader {
     /// for, until it lists the others.
     first: Option<SegmentHeader>,
     len: u64,
+    /// The log's last record when the reader was opened, read with `pread` (a reader opened
+    /// that way maps no segment until a read needs another record): `get` of its seq answers
+    /// from this copy.
+    tail: Option<Arc<TailRecord>>,
 }
 
 impl Clone for LogReader {
@@ -188,6 +194,7 @@ impl Clone for LogReader {
             listed: self.listed.clone(),
             first: self.first,
             len: self.len,
+            tail: self.tail.clone(),
         }
     }
 }
@@ -210,6 +217,7 @@ impl LogReader {
             partial: false,
             listed: OnceLock::new(),
             len,
+            tail: None,
         }
     }
 
@@ -217,15 +225,32 @@ impl LogReader {
     /// in another process appends. Damage is not repaired (that is the writer's job); a reader sees
     /// the valid records and gets an error naming the segment and offset when it reaches damage.
     ///
-    /// Opening maps only the last segment; every other segment is mapped when a read first
-    /// needs it, so opening costs the same for a log of one segment or of thousands. The last
-    /// segment is the one the `LASTSEG` hint names, once checked (docs/format.md, `LASTSEG`): the
-    /// directory is then listed only when a read first needs an earlier segment. Without a
+    /// Opening reads the last record with `pread` (from the tail a clean close leaves in the
+    /// `LASTSEG` hint, or from the last segment's index) and keeps it, mapping nothing; when it
+    /// cannot vouch for that record so (a compressed or sealed last segment, a damaged record, a
+    /// stale hint: docs/format.md, `LASTSEG`), it maps the last segment. Every other segment is
+    /// mapped when a read first needs it, so opening costs the same for a log of one segment or
+    /// of thousands. The last segment is the one the `LASTSEG` hint names, once checked
+    /// (docs/format.md, `LASTSEG`): the directory is then listed only when a read first needs an earlier segment. Without a
     /// sound hint, opening lists the directory and reads the first segment's header. Each
     /// segment but the last holds the seqs up to the next one's base; a segment that turns out
     /// missing or damaged when it is mapped (or listed) fails that read with an error naming it.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogReader> {
-        let dir: Arc<Path> = Arc::from(dir.as_ref());
+        let dir = dir.as_ref();
+        if let Some(t) = tail::read_tail(dir) {
+            let dir: Arc<Path> = Arc::from(dir);
+            let base = t.header.base_seq;
+            return Ok(LogReader {
+                segments: Arc::new(vec![Slot::lazy(&dir, base)]),
+                source: Source::Detached(dir),
+                partial: base > 0,
+                listed: OnceLock::new(),
+                first: Some(t.header),
+                len: base + t.count,
+                tail: t.last.map(Arc::new),
+            });
+        }
+        let dir: Arc<Path> = Arc::from(dir);
         if let Some(reader) = LogReader::open_from_hint(&dir) {
             return Ok(reader);
         }
@@ -253,6 +278,7 @@ impl LogReader {
             partial: hint.last_base > 0,
             listed: OnceLock::new(),
             len: hint.last_base + count,
+            tail: None,
         };
         // The segment after it must not exist (or the reader goes on into it); a sealed one
         // without a successor is damage, which the listing names.
@@ -283,6 +309,7 @@ impl LogReader {
                 listed: OnceLock::new(),
                 first: None,
                 len: 0,
+                tail: None,
             });
         };
         // The first segment's header first: a bad header is named before what it implies.
@@ -326,6 +353,7 @@ impl LogReader {
             listed: OnceLock::new(),
             first: Some(first),
             len: last_base + count,
+            tail: None,
         };
         // A sealed last segment: its successor was created before it was sealed, after the
         // directory was listed above; it must be there now.
@@ -611,6 +639,12 @@ impl LogReader {
     pub fn get(&self, seq: u64) -> Result<Record<'_>> {
         if seq >= self.len {
             return Err(Error::SeqOutOfRange { seq, len: self.len });
+        }
+        if let Some(t) = self.tail.as_deref().filter(|t| t.seq == seq) {
+            return Ok(Record {
+                seq,
+                payload: t.payload(),
+            });
         }
         let slots = self.slots_for(seq)?;
         let k = segment_for(slots, seq).ok_or(Error::SeqOutOfRange { seq, len: self.len })?;

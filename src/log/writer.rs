@@ -12,7 +12,7 @@ use super::format::{
     self, IndexHeader, IndexState, LogId, RecordHeader, SegmentHeader, HEADER_SIZE,
     INDEX_ENTRY_SIZE, RECORD_HEADER_SIZE,
 };
-use super::hint::{self, Hint};
+use super::hint::{self, Hint, HintTail};
 use super::io::{StorageFile, Syncer};
 use super::lock::WriterLock;
 use super::open::RecoveryReport;
@@ -60,6 +60,24 @@ impl Active {
             end: self.end,
             synced_end: self.synced_end as u32,
         }
+    }
+
+    /// The hint's tail for this segment as the last one of a cleanly closed log: its base and
+    /// where its last record is. `None` when it holds no record or does not fit the hint.
+    fn hint_tail(&self) -> Option<(u64, HintTail)> {
+        let last = self.count.checked_sub(1)?;
+        let last_offset = u32::try_from(self.view.offset_of(last)?).ok()?;
+        let payload_schema = self.view.header.payload_schema;
+        Some((
+            self.base,
+            HintTail {
+                count: u32::try_from(self.count).ok()?,
+                last_offset,
+                end: u32::try_from(self.end).ok()?,
+                payload_schema,
+                capacity: u32::try_from(self.view.header.capacity).ok()?,
+            },
+        ))
     }
 
     pub(crate) fn write_index_header(&mut self, state: IndexState) -> Result<()> {
@@ -962,11 +980,34 @@ impl Inner {
             return Ok(());
         }
         let len = w.next_seq;
-        if let Some(a) = w.active.as_mut() {
+        let last = if let Some(a) = w.active.as_mut() {
             a.finish(IndexState::Closed)?;
+            Some(a)
         } else if let Some(a) = w.retired.as_mut() {
             // Its successor was never created: it is the last segment.
             a.finish(IndexState::Closed)?;
+            Some(a)
+        } else {
+            None
+        };
+        if let Some(tail) = last.and_then(|a| a.hint_tail()) {
+            // Where the last record is, for readers (docs/format.md, `LASTSEG`): a cache, not
+            // synced (a reader checks it against the segment before using it), written over
+            // the hint naming this segment, in place: a close allocates nothing (a full disk).
+            let named = Hint {
+                log_id: w.log_id,
+                last_base: tail.0,
+                tail: None,
+            };
+            if hint::read_hint(&self.dir) == Some(named) {
+                let _ = hint::rewrite_hint_in_place(
+                    &self.dir,
+                    Hint {
+                        tail: Some(tail.1),
+                        ..named
+                    },
+                );
+            }
         }
         let mut s = lock(&self.sync);
         s.synced = s.synced.max(len);
@@ -1007,6 +1048,7 @@ pub(crate) fn create_segment(
         Hint {
             log_id,
             last_base: base,
+            tail: None,
         },
         true,
     );

@@ -23,3 +23,4 @@ mod roundtrip;
 mod stress;
 mod sync_in_flight_failure;
 mod sync_many_threads_power_loss;
+mod tail_pread;
