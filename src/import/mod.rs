@@ -1680,10 +1680,10 @@ fn new_session(
     store.build_session_batched(&id, |temp| {
         let mut options = store.config().session_options();
         options.log.durability = crate::log::Durability::Os;
-        options.log.storage = std::sync::Arc::new(deferred::DeferredSync(options.log.storage));
+        options.log.storage = std::sync::Arc::new(deferred::ImportStorage);
         let session = Session::create(temp, meta, options)?;
         let appended = session.append_drafts(drafts);
-        let closed = session.close();
+        let closed = session.close_without_checkpoint();
         appended?;
         closed?;
         deferred::sync_built(temp)

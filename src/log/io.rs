@@ -89,6 +89,12 @@ pub trait StorageFile: Send + Sync {
     fn punch(&mut self, offset: u64, len: u64) -> io::Result<()>;
     /// A handle that makes the written data durable; usable while the file is being written.
     fn syncer(&self) -> Arc<dyn Syncer>;
+    /// Makes everything written so far visible to readers of the file (a storage that buffers
+    /// its writes gives them to the kernel here). The writer calls it before it publishes
+    /// records; a sync implies it. Default: nothing to do (writes are visible at once).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
     /// The writer will not write into this file again (a segment being sealed or closed): drop
     /// whatever write access is cached. With memory-mapped writes this unmaps the file, so that
     /// syncing it does not have to write-protect pages the writer still maps (a TLB shootdown

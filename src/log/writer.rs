@@ -624,6 +624,16 @@ impl Inner {
             }
             o += format::record_size(p.len() as u64);
         }
+        // Readers see the records once they are published (after this): a storage that
+        // buffers writes hands them to the kernel now.
+        if let Err(e) = a.seg.flush() {
+            a.take_back(at, a.count + n);
+            return Err(Error::io("write segment", &a.seg_path, e));
+        }
+        if let Err(e) = a.idx.flush() {
+            a.take_back(at, a.count + n);
+            return Err(Error::io("write index", &a.idx_path, e));
+        }
         a.end = at;
         a.count += n;
         w.next_seq += n;

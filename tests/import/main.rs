@@ -4,3 +4,4 @@
 
 mod import_formats;
 mod parallel;
+mod written;
