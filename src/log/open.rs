@@ -134,6 +134,15 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Log> {
         report.created = true;
     }
     let lock = WriterLock::acquire(&dir)?;
+    // Before anything can change the log: a copy of its last record in the hint (a clean
+    // close's) must not outlive what this writer does, even across a power loss.
+    hint::drop_tail_durably(options.storage.as_ref(), &dir).map_err(|e| {
+        Error::io(
+            "drop the last record's copy from the hint",
+            dir.join(hint::LASTSEG_FILE),
+            e,
+        )
+    })?;
     if !report.created && !options.create {
         // A log always has a segment (its first is created with it): an existing log
         // directory without any segment or index file has lost them.
@@ -331,7 +340,7 @@ fn repair(
         Some(h) if h == hint => {}
         // The same segment with a tail: dropped in place, allocating nothing (a full disk).
         Some(h) if Hint { tail: None, ..h } == hint => {
-            if hint::rewrite_hint_in_place(dir, hint).is_err() {
+            if hint::rewrite_hint_in_place(dir, hint, None, false).is_err() {
                 let _ = hint::write_hint(options.storage.as_ref(), dir, hint, false);
             }
         }

@@ -98,10 +98,15 @@ fn entry(bytes: &[u8], from: u64, i: u64, eof: bool) -> Option<u32> {
 
 /// The log in `dir` opened from its hint with `pread`s, or `None`: see the module documentation.
 pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
-    let hint = hint::read_hint(dir)?;
+    let file = hint::read_hint_file(dir)?;
+    let hint = file.hint;
     let base = hint.last_base;
     let mut path = PathBuf::from(dir);
     path.push(format::segment_file_name(base));
+    if let Some(tail) = from_copy(file, &mut path) {
+        return Some(tail);
+    }
+    path.set_file_name(format::segment_file_name(base));
     let seg = File::open(&path).ok()?;
     // The segment's header, always: it says the format version (a segment of another version
     // is refused by the map path, never read) and whether the segment is compressed.
@@ -205,6 +210,59 @@ pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
         header,
         count,
         last,
+    })
+}
+
+/// The last record from the copy a clean close wrote in the hint, without reading the segment
+/// (`path` names it): the copied header must decode (its own checksum, this build's format
+/// version, not compressed) and match the hint (log id, base seq, schema, capacity), the copied
+/// record must check (its checksum, seeded by the log id and base seq, its seq
+/// `base + count - 1`) and end where the tail says, the segment file must be the one the copy
+/// was taken from, unchanged (its inode, size and times: `hint::FileIdentity`), and the segment
+/// after it must not exist. What follows the record in the segment is not read: a writer that opens the
+/// log drops the copy, durably, before it changes anything (`hint::drop_tail_durably`).
+fn from_copy(file: hint::HintFile, path: &mut PathBuf) -> Option<Tail> {
+    let t = file.hint.tail?;
+    let copy = file.copy()?;
+    let (head, record) = (copy.header, copy.record);
+    if cold::is_cold(head) {
+        return None;
+    }
+    let header = SegmentHeader::decode(head).ok()?;
+    if header.base_seq != file.hint.last_base
+        || header.log_id != file.hint.log_id
+        || u64::from(t.capacity) != header.capacity
+        || t.payload_schema != header.payload_schema
+        || t.last_offset < HEADER_SIZE as u32
+    {
+        return None;
+    }
+    let count = u64::from(t.count);
+    let seq = header.base_seq + count - 1;
+    let size = record.len();
+    let found = check_record(record, 0, seq, &RecordCheck::of(&header)).ok()?;
+    if found.next != size as u64 {
+        return None;
+    }
+    let payload_len = found.payload.len();
+    // The segment is the file the copy was taken from, unchanged since (a symlink never is),
+    // and has no successor.
+    if hint::FileIdentity::of(path)? != copy.identity {
+        return None;
+    }
+    path.set_file_name(format::segment_file_name(header.base_seq + count));
+    if path.symlink_metadata().is_ok() {
+        return None;
+    }
+    let bytes = file.into_record_bytes()?;
+    Some(Tail {
+        header,
+        count,
+        last: Some(TailRecord {
+            seq,
+            bytes,
+            payload_len,
+        }),
     })
 }
 

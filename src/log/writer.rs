@@ -62,6 +62,22 @@ impl Active {
         }
     }
 
+    /// The segment's header bytes and its last record's (header, payload, padding), as the
+    /// tail `t` places it, when the record is small enough to be copied into the hint.
+    fn last_record_copy(&self, t: HintTail) -> Option<hint::Copy<'_>> {
+        let (from, to) = (t.last_offset as usize, t.end as usize);
+        if to.checked_sub(from)? > hint::MAX_COPY_RECORD {
+            return None;
+        }
+        let data = self.view.data_unchecked();
+        Some(hint::Copy {
+            header: data.get(..HEADER_SIZE)?,
+            // After the close's punch and sync: nothing changes the file after this.
+            identity: hint::FileIdentity::of(&self.seg_path)?,
+            record: data.get(from..to)?,
+        })
+    }
+
     /// The hint's tail for this segment as the last one of a cleanly closed log: its base and
     /// where its last record is. `None` when it holds no record or does not fit the hint.
     fn hint_tail(&self) -> Option<(u64, HintTail)> {
@@ -990,6 +1006,7 @@ impl Inner {
             return Ok(());
         }
         let len = w.next_seq;
+        let log_id = w.log_id;
         let last = if let Some(a) = w.active.as_mut() {
             a.finish(IndexState::Closed)?;
             Some(a)
@@ -1000,22 +1017,28 @@ impl Inner {
         } else {
             None
         };
+        let last: Option<&Active> = last.map(|a| &*a);
         if let Some(tail) = last.and_then(|a| a.hint_tail()) {
             // Where the last record is, for readers (docs/format.md, `LASTSEG`): a cache, not
             // synced (a reader checks it against the segment before using it), written over
             // the hint naming this segment, in place: a close allocates nothing (a full disk).
             let named = Hint {
-                log_id: w.log_id,
+                log_id,
                 last_base: tail.0,
                 tail: None,
             };
             if hint::read_hint(&self.dir) == Some(named) {
+                // With a copy of the segment's header and of a small last record: a reader
+                // then reads the hint alone (docs/format.md, `LASTSEG`).
+                let copy = last.and_then(|a| a.last_record_copy(tail.1));
                 let _ = hint::rewrite_hint_in_place(
                     &self.dir,
                     Hint {
                         tail: Some(tail.1),
                         ..named
                     },
+                    copy,
+                    false,
                 );
             }
         }

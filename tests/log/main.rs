@@ -14,6 +14,7 @@ mod disk_full;
 mod events_roundtrip;
 mod fuzz_corpus;
 mod group_commit_gather;
+mod hint_copy;
 mod last_segment_hint;
 mod lazy_reader;
 mod power_loss;

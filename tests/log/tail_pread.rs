@@ -45,7 +45,8 @@ fn segments(dir: &Path) -> Vec<(u64, PathBuf)> {
     segs
 }
 
-/// The hint's flags (bit 0: the tail of a clean close is there).
+/// The hint's flags (bit 0: the tail of a clean close is there; bit 1: the copy of the last
+/// record follows).
 fn hint_flags(dir: &Path) -> u32 {
     let b = std::fs::read(dir.join(LASTSEG_FILE)).unwrap();
     u32::from_le_bytes(b[12..16].try_into().unwrap())
@@ -78,7 +79,11 @@ fn a_clean_close_leaves_the_tail_and_open_reads_the_last_record_without_a_map() 
     let tmp = tempfile::tempdir().unwrap();
     append(tmp.path(), 0, 300);
     assert!(segments(tmp.path()).len() > 5);
-    assert_eq!(hint_flags(tmp.path()), 1, "the close wrote the tail");
+    assert_eq!(
+        hint_flags(tmp.path()),
+        3,
+        "the close wrote the tail and the copy"
+    );
     let r = LogReader::open(tmp.path()).unwrap();
     assert_eq!(r.len(), 300);
     assert_eq!(r.get(299).unwrap().payload, payload(299));
@@ -108,7 +113,7 @@ fn a_stale_tail_is_never_believed_appends_and_rolls_after_it() {
     let tmp = tempfile::tempdir().unwrap();
     append(tmp.path(), 0, 200);
     let stale = std::fs::read(tmp.path().join(LASTSEG_FILE)).unwrap();
-    assert_eq!(hint_flags(tmp.path()), 1);
+    assert_eq!(hint_flags(tmp.path()), 3);
 
     // Appended in the same segment after the tail: the bytes after the claimed last record are
     // not zero.
@@ -193,7 +198,7 @@ fn without_the_tail_the_index_finds_the_last_record_of_an_open_or_closed_segment
 fn a_compressed_last_segment_is_read_through_its_map() {
     let tmp = tempfile::tempdir().unwrap();
     append(tmp.path(), 0, 300);
-    assert_eq!(hint_flags(tmp.path()), 1);
+    assert_eq!(hint_flags(tmp.path()), 3);
     let done = compress_log(tmp.path(), &OsStorage).unwrap();
     assert!(!done.is_empty());
     let r = LogReader::open(tmp.path()).unwrap();
