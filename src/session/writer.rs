@@ -92,6 +92,9 @@ pub struct Session {
     dir: PathBuf,
     log: Log,
     meta: Mutex<SessionMeta>,
+    /// `meta.state == Active`, kept with it by [`update_meta`](Session::update_meta): read by
+    /// every append without taking the metadata's lock.
+    writable: std::sync::atomic::AtomicBool,
     inner: Mutex<Inner>,
     keep_raw_chunks: bool,
     redact: Option<Arc<crate::redact::Redactor>>,
@@ -178,6 +181,7 @@ impl Session {
             dir,
             durability: options.log.durability,
             log,
+            writable: std::sync::atomic::AtomicBool::new(meta.state == SessionState::Active),
             meta: Mutex::new(meta),
             inner: Mutex::new(inner),
             keep_raw_chunks: options.keep_raw_chunks,
@@ -293,6 +297,10 @@ impl Session {
         f(&mut next);
         next.id = meta.id.clone();
         next.save(&self.dir)?;
+        self.writable.store(
+            next.state == SessionState::Active,
+            std::sync::atomic::Ordering::Release,
+        );
         *meta = next;
         Ok(())
     }
@@ -599,6 +607,9 @@ impl Session {
     }
 
     fn check_writable(&self) -> Result<()> {
+        if self.writable.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
         let meta = lock(&self.meta);
         match meta.state {
             SessionState::Active => Ok(()),
