@@ -6,8 +6,9 @@
 //! group, per segment count:
 //!
 //! - `agentlog_last_event`: `LogReader::open` + `get(len - 1)` + `access_event` and the touch of
-//!   `testkit/src/peers.rs` (the reader reads the last record with `pread`, from the tail the
-//!   clean close left in `LASTSEG`, and maps nothing);
+//!   `testkit/src/peers.rs` (the reader answers the last record from the copy the clean close
+//!   left in `LASTSEG`, and reads and maps nothing of the segment; a last record too large for
+//!   the copy is read with `pread`);
 //! - `agentlog_every_segment_mapped`: the same, after one `get` in every segment, so that every
 //!   segment is mapped as `LogReader::open` did before readers mapped lazily: the same-run
 //!   baseline of the change;
