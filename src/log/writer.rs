@@ -234,6 +234,13 @@ struct SyncState {
     arrived: usize,
     /// True while a leader gathers callers before its fdatasync (it counts as in flight).
     gathering: bool,
+    /// Gatherings started so far (the current one's number while `gathering`).
+    gathers: u64,
+    /// The number of the last gathering whose count a caller completed: that caller leads the
+    /// fdatasync itself (it is running; the leader would first have to be woken), and the
+    /// leader, once it wakes, waits as a follower. (No gathering starts while one is under
+    /// way, so a leader whose number is at most this one was taken over.)
+    taken_over: u64,
     /// A moving average of the group-commit fdatasyncs' duration, in nanoseconds (0: none yet).
     sync_ns: u64,
     /// Group-commit fdatasyncs made ([`Log::group_syncs`]).
@@ -333,6 +340,8 @@ impl Log {
                 expected: 0,
                 arrived: 0,
                 gathering: false,
+                gathers: 0,
+                taken_over: 0,
                 sync_ns: 0,
                 group_syncs: 0,
             }),
@@ -802,8 +811,10 @@ impl Inner {
     /// N concurrent appenders), and the others would need an fdatasync of their own. So the
     /// leader waits until as many callers have arrived since the last one ended as it released,
     /// or a fraction of an fdatasync's time has passed ([`GATHER_FRACTION`], at most
-    /// [`MAX_GATHER`]), whichever comes first. A lone appender never waits: it is the one caller
-    /// its last fdatasync released.
+    /// [`MAX_GATHER`]), whichever comes first. The caller that completes the count leads the
+    /// fdatasync in the leader's place (it is running; waking the leader would add a wake-up to
+    /// every fdatasync), and the leader, when it wakes, waits as a follower. A lone appender
+    /// never waits: it is the one caller its last fdatasync released.
     fn sync_through(&self, target: u64) -> Result<()> {
         let mut s = lock(&self.sync);
         if s.synced >= target {
@@ -812,6 +823,10 @@ impl Inner {
         s.waiters.push(target);
         s.arrived += 1;
         if s.gathering && s.arrived >= s.expected {
+            // The last caller the leader waits for: it starts the fdatasync itself (below),
+            // one wake-up sooner than the leader could; the leader becomes a follower.
+            s.gathering = false;
+            s.taken_over = s.gathers;
             self.gather_cv.notify_one();
         }
         let (mut s, result) = self.wait_synced(s, target);
@@ -839,7 +854,12 @@ impl Inner {
                 s = unpoisoned(self.sync_cv.wait(s));
                 continue;
             }
-            s = self.gather(s);
+            let (g, lead) = self.gather(s);
+            s = g;
+            if !lead {
+                // The caller that completed the count leads this fdatasync.
+                continue;
+            }
             s.in_flight += 1;
             drop(s);
             let started = std::time::Instant::now();
@@ -871,25 +891,32 @@ impl Inner {
     }
 
     /// A leader's wait for the callers the last fdatasync released ([`Inner::sync_through`]).
+    /// False when the last of them took the lead over (the caller then waits as a follower).
     fn gather<'a>(
         &'a self,
         mut s: std::sync::MutexGuard<'a, SyncState>,
-    ) -> std::sync::MutexGuard<'a, SyncState> {
+    ) -> (std::sync::MutexGuard<'a, SyncState>, bool) {
         if s.arrived >= s.expected || s.sync_ns == 0 {
-            return s;
+            return (s, true);
         }
         let limit = Duration::from_nanos(s.sync_ns / GATHER_FRACTION).min(MAX_GATHER);
         let deadline = std::time::Instant::now() + limit;
         s.gathering = true;
-        while s.arrived < s.expected && !self.poisoned.load(Ordering::SeqCst) {
+        s.gathers += 1;
+        let mine = s.gathers;
+        while s.arrived < s.expected && s.taken_over < mine && !self.poisoned.load(Ordering::SeqCst)
+        {
             let now = std::time::Instant::now();
             if now >= deadline {
                 break;
             }
             s = unpoisoned(self.gather_cv.wait_timeout(s, deadline - now)).0;
         }
+        if s.taken_over >= mine {
+            return (s, false);
+        }
         s.gathering = false;
-        s
+        (s, true)
     }
 
     /// Waits (on the sync state's lock) until every fdatasync with a ticket up to `ticket` has
