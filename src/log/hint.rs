@@ -231,8 +231,8 @@ impl Hint {
         b
     }
 
-    /// The hint in the first 64 bytes of `b` and whether a copy of `b.len() - 128` bytes
-    /// follows (`b` must then be exactly that long; without the copy flag, exactly 64 bytes).
+    /// The hint in the first 64 bytes of `b` and whether the copy follows it (`b` is then
+    /// exactly 160 bytes plus the record the tail places; without the copy flag, exactly 64).
     fn decode_file(b: &[u8]) -> Option<(Hint, bool)> {
         let hint = Hint::decode(b.get(..SIZE)?)?;
         let copy = u32_at(b, 12) == FLAG_TAIL | FLAG_COPY;
