@@ -829,26 +829,33 @@ impl Inner {
             s.taken_over = s.gathers;
             self.gather_cv.notify_one();
         }
-        let (mut s, result) = self.wait_synced(s, target);
+        let (mut s, result, wake) = self.wait_synced(s, target);
         if let Some(i) = s.waiters.iter().position(|&t| t == target) {
             s.waiters.swap_remove(i);
         }
         drop(s);
+        if wake {
+            // The callers this caller's fdatasync released, woken once the lock is free: each
+            // takes it at once instead of queueing behind the others for it.
+            self.sync_cv.notify_all();
+        }
         result
     }
 
-    /// [`Inner::sync_through`] once its caller is counted among the waiters.
+    /// [`Inner::sync_through`] once its caller is counted among the waiters. True with the
+    /// result when the caller led the fdatasync that made its records durable: it must wake the
+    /// other waiters once it has let go of the lock.
     fn wait_synced<'a>(
         &'a self,
         mut s: std::sync::MutexGuard<'a, SyncState>,
         target: u64,
-    ) -> (std::sync::MutexGuard<'a, SyncState>, Result<()>) {
+    ) -> (std::sync::MutexGuard<'a, SyncState>, Result<()>, bool) {
         loop {
             if s.synced >= target {
-                return (s, Ok(()));
+                return (s, Ok(()), false);
             }
             if let Err(e) = self.check_poison() {
-                return (s, Err(e));
+                return (s, Err(e), false);
             }
             if s.covering >= target || s.gathering || s.in_flight >= MAX_SYNCS_IN_FLIGHT {
                 s = unpoisoned(self.sync_cv.wait(s));
@@ -879,12 +886,15 @@ impl Inner {
                     let synced = s.synced;
                     s.expected = s.waiters.iter().filter(|&&t| t <= synced).count();
                     s.arrived = 0;
+                    if synced >= target {
+                        return (s, Ok(()), true);
+                    }
                     self.sync_cv.notify_all();
                 }
                 Err(e) => {
                     self.poison(&e);
                     self.sync_cv.notify_all();
-                    return (s, Err(e));
+                    return (s, Err(e), false);
                 }
             }
         }
