@@ -125,12 +125,13 @@ impl FileIdentity {
     }
 
     fn decode(b: &[u8]) -> Option<FileIdentity> {
-        let i64_at = |at: usize| Some(i64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?));
+        let b = b.get(..IDENTITY_SIZE)?;
+        // (The times' bits as written: `encode` wrote their little-endian two's complement.)
         Some(FileIdentity {
-            ino: u64_at(b.get(..8)?, 0),
-            size: u64_at(b.get(8..16)?, 0),
-            mtime_ns: i64_at(16)?,
-            ctime_ns: i64_at(24)?,
+            ino: u64_at(b, 0),
+            size: u64_at(b, 8),
+            mtime_ns: u64_at(b, 16) as i64,
+            ctime_ns: u64_at(b, 24) as i64,
         })
     }
 }

@@ -224,37 +224,51 @@ pub(crate) fn read_tail(dir: &Path) -> Option<Tail> {
 fn from_copy(file: hint::HintFile, path: &mut PathBuf) -> Option<Tail> {
     let t = file.hint.tail?;
     let copy = file.copy()?;
-    let (head, record) = (copy.header, copy.record);
-    if cold::is_cold(head) {
+    if cold::is_cold(copy.header) {
         return None;
     }
-    let header = SegmentHeader::decode(head).ok()?;
+    let header = SegmentHeader::decode(copy.header).ok()?;
     if header.base_seq != file.hint.last_base
         || header.log_id != file.hint.log_id
-        || u64::from(t.capacity) != header.capacity
-        || t.payload_schema != header.payload_schema
+        || !tail_fits(&header, t)
         || t.last_offset < HEADER_SIZE as u32
     {
         return None;
     }
-    let count = u64::from(t.count);
-    let seq = header.base_seq + count - 1;
-    let size = record.len();
-    let found = check_record(record, 0, seq, &RecordCheck::of(&header)).ok()?;
-    if found.next != size as u64 {
-        return None;
-    }
-    let payload_len = found.payload.len();
-    // The segment is the file the copy was taken from, unchanged since (a symlink never is),
-    // and has no successor.
+    // The segment is the file the copy was taken from, unchanged since (a symlink never is).
     if hint::FileIdentity::of(path)? != copy.identity {
         return None;
     }
+    let bytes = file.into_record_bytes()?;
+    last_record(header, u64::from(t.count), bytes, path)
+}
+
+/// True when the tail agrees with the segment header's schema and capacity.
+fn tail_fits(header: &SegmentHeader, t: HintTail) -> bool {
+    u64::from(t.capacity) == header.capacity && t.payload_schema == header.payload_schema
+}
+
+/// The tail whose last record (seq `base + count - 1`) is exactly `bytes` (read from the
+/// segment or from the hint's copy), when that record checks, ends where `bytes` do, and no
+/// segment follows (`path` names the segment; it is changed to name the next one).
+fn last_record(
+    header: SegmentHeader,
+    count: u64,
+    bytes: AlignedVec<16>,
+    path: &mut PathBuf,
+) -> Option<Tail> {
+    let seq = header.base_seq + count - 1;
+    // The checksum is seeded by the log id and the base seq: a record of another log or
+    // segment does not check.
+    let found = check_record(&bytes, 0, seq, &RecordCheck::of(&header)).ok()?;
+    if found.next != bytes.len() as u64 {
+        return None;
+    }
+    let payload_len = found.payload.len();
     path.set_file_name(format::segment_file_name(header.base_seq + count));
     if path.symlink_metadata().is_ok() {
         return None;
     }
-    let bytes = file.into_record_bytes()?;
     Some(Tail {
         header,
         count,
@@ -276,10 +290,9 @@ fn from_hint_tail(
     t: HintTail,
     path: &mut PathBuf,
 ) -> Option<Tail> {
-    if u64::from(t.capacity) != header.capacity || t.payload_schema != header.payload_schema {
+    if !tail_fits(&header, t) {
         return None;
     }
-    let count = u64::from(t.count);
     let (offset, end) = (u64::from(t.last_offset), u64::from(t.end));
     let size = usize::try_from(end.checked_sub(offset)?).ok()?;
     if offset < HEADER_SIZE as u64 || size < RECORD_HEADER_SIZE || end > header.capacity {
@@ -293,27 +306,7 @@ fn from_hint_tail(
         return None;
     }
     bytes.resize(size, 0);
-    let seq = header.base_seq + count - 1;
-    // The checksum is seeded by the log id and the base seq: a record of another log or
-    // segment does not check.
-    let found = check_record(&bytes, 0, seq, &RecordCheck::of(&header)).ok()?;
-    if found.next != size as u64 {
-        return None;
-    }
-    let payload_len = found.payload.len();
-    path.set_file_name(format::segment_file_name(header.base_seq + count));
-    if path.symlink_metadata().is_ok() {
-        return None;
-    }
-    Some(Tail {
-        header,
-        count,
-        last: Some(TailRecord {
-            seq,
-            bytes,
-            payload_len,
-        }),
-    })
+    last_record(header, u64::from(t.count), bytes, path)
 }
 
 /// Reads and checks record `k` of the segment at `offset`: for a closed index it must end at

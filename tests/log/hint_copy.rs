@@ -47,14 +47,18 @@ fn last_segment(dir: &Path) -> PathBuf {
     dir.join(format!("{base:020}.seg"))
 }
 
-/// What a reader that lists the directory sees (the hint moved aside, then back).
-fn listed(dir: &Path) -> (u64, Vec<u8>) {
+/// `f` run with the hint moved aside (a reader then lists the directory), then put back.
+fn without_hint<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
     let (h, aside) = (dir.join(LASTSEG_FILE), dir.join("LASTSEG.aside"));
     std::fs::rename(&h, &aside).unwrap();
-    let r = LogReader::open(dir).unwrap();
-    let out = (r.len(), r.get(r.len() - 1).unwrap().payload.to_vec());
+    let out = f();
     std::fs::rename(&aside, &h).unwrap();
     out
+}
+
+/// What a reader that lists the directory sees.
+fn listed(dir: &Path) -> (u64, Vec<u8>) {
+    without_hint(dir, || opened(dir))
 }
 
 fn opened(dir: &Path) -> (u64, Vec<u8>) {
@@ -158,13 +162,9 @@ fn a_segment_replaced_touched_or_cut_is_read_again_not_answered_from_the_copy() 
 
     // Cut inside the last record: the reader sees what the listing sees.
     std::fs::write(&seg, &bytes[..at]).unwrap();
-    let listed_len = {
-        let (h, aside) = (tmp.path().join(LASTSEG_FILE), tmp.path().join("aside"));
-        std::fs::rename(&h, &aside).unwrap();
-        let n = LogReader::open(tmp.path()).map(|r| r.len()).ok();
-        std::fs::rename(&aside, &h).unwrap();
-        n
-    };
+    let listed_len = without_hint(tmp.path(), || {
+        LogReader::open(tmp.path()).map(|r| r.len()).ok()
+    });
     let n = LogReader::open(tmp.path()).map(|r| r.len()).ok();
     assert_eq!(n, listed_len);
     let read = LogReader::open(tmp.path()).and_then(|r| r.get(399).map(|_| ()));
