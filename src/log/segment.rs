@@ -92,6 +92,20 @@ pub(crate) fn check_record<'a>(
     seq: u64,
     check: &RecordCheck,
 ) -> std::result::Result<Found<'a>, Fault> {
+    check_record_with(data, offset, seq, check, true)
+}
+
+/// [`check_record`], computing the record's checksum only when `checksum` is true: false for a
+/// record of a cold segment's decompressed block, whose compressed bytes' checksum was checked
+/// before it was decompressed (and whose records were checked when it was compressed). The
+/// header, the length, the bounds and the seq are checked either way.
+pub(crate) fn check_record_with<'a>(
+    data: &'a [u8],
+    offset: u64,
+    seq: u64,
+    check: &RecordCheck,
+    checksum: bool,
+) -> std::result::Result<Found<'a>, Fault> {
     let have = data.len() as u64;
     let header_end = offset.saturating_add(RECORD_HEADER_SIZE as u64);
     if header_end > have {
@@ -129,12 +143,14 @@ pub(crate) fn check_record<'a>(
     }
     let found_seq = check.base_seq + u64::from(h.seq_delta);
     let payload = &data[header_end as usize..payload_end as usize];
-    let got = format::record_crc(check.seed, header, payload);
-    if got != h.crc {
-        return Err(Fault::Checksum {
-            expected: h.crc,
-            got,
-        });
+    if checksum {
+        let got = format::record_crc(check.seed, header, payload);
+        if got != h.crc {
+            return Err(Fault::Checksum {
+                expected: h.crc,
+                got,
+            });
+        }
     }
     if found_seq != seq {
         return Err(Fault::SeqMismatch {

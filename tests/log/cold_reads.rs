@@ -128,3 +128,67 @@ fn a_block_zstd_cannot_decode_fails_only_its_records_and_the_next_block_reads() 
     let d = report.corruption().expect("corruption");
     assert_eq!((d.corruption.offset, d.corruption.seq), (z0, Some(0)));
 }
+
+/// A sequential read of a cold segment takes each record from a block whose compressed bytes'
+/// checksum it has checked, and does not compute the record's own checksum again; `verify`
+/// does. Block 0 is rebuilt here with a wrong checksum in its first record's header (every
+/// checksum of the cold file made to agree): the read returns the records, `verify` names the
+/// record.
+#[test]
+fn a_sequential_read_trusts_the_block_checksum_and_verify_checks_each_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    let all = write_cold_log(&dir, 6000);
+    let seg = segments(&dir)[0].clone();
+    let b = std::fs::read(&seg).unwrap();
+    let index_offset = u64_at(&b, 48) as usize;
+    let blocks = u32_at(&b, 40) as usize;
+    let dict_len = u32_at(&b, 44) as usize;
+    assert!(dict_len > 0, "a segment of this size gets a dictionary");
+    let dict = &b[128..128 + dict_len];
+    let entry = |k: usize| index_offset + 32 * k;
+    let (plain_len, z0, zlen) = (
+        u32_at(&b, entry(0) + 12) as usize,
+        u64_at(&b, entry(0) + 16) as usize,
+        u32_at(&b, entry(0) + 24) as usize,
+    );
+    let mut plain = zstd::bulk::Decompressor::with_dictionary(dict)
+        .unwrap()
+        .decompress(&b[z0..z0 + zlen], plain_len)
+        .unwrap();
+    // The first record's stored checksum (header bytes 4..8).
+    plain[4] ^= 0xFF;
+    let z = zstd::bulk::Compressor::with_dictionary(3, dict)
+        .unwrap()
+        .compress(&plain)
+        .unwrap();
+    // The new frame goes where the index was, and the index after it.
+    let mut index = b[index_offset..index_offset + 32 * blocks].to_vec();
+    index[16..24].copy_from_slice(&(index_offset as u64).to_le_bytes());
+    index[24..28].copy_from_slice(&(z.len() as u32).to_le_bytes());
+    index[28..32].copy_from_slice(&crc32fast::hash(&z).to_le_bytes());
+    let mut out = b[..index_offset].to_vec();
+    out.extend_from_slice(&z);
+    let new_index_offset = out.len() as u64;
+    out.extend_from_slice(&index);
+    out[48..56].copy_from_slice(&new_index_offset.to_le_bytes());
+    out[56..60].copy_from_slice(&crc32fast::hash(&index).to_le_bytes());
+    let head_crc = crc32fast::hash(&out[..60]);
+    out[60..64].copy_from_slice(&head_crc.to_le_bytes());
+    std::fs::write(&seg, &out).unwrap();
+
+    let read: Vec<Vec<u8>> = LogReader::open(&dir)
+        .unwrap()
+        .iter()
+        .map(|r| r.unwrap().payload.to_vec())
+        .collect();
+    assert_eq!(read, all);
+    let report = verify(&dir).unwrap();
+    let d = report.corruption().expect("verify checks each record");
+    assert_eq!(d.corruption.seq, Some(0));
+    assert!(
+        matches!(d.corruption.kind, CorruptionKind::ChecksumMismatch { .. }),
+        "{:?}",
+        d.corruption.kind
+    );
+}
