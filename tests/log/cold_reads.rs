@@ -44,6 +44,33 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
+/// Every payload of the log in `dir`, read in order (`LogReader::iter`).
+fn read_all(dir: &Path) -> Vec<Vec<u8>> {
+    LogReader::open(dir)
+        .unwrap()
+        .iter()
+        .map(|r| r.unwrap().payload.to_vec())
+        .collect()
+}
+
+/// The first cold segment of the log in `dir`: its path and bytes.
+fn first_segment(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let seg = segments(dir)[0].clone();
+    let b = std::fs::read(&seg).unwrap();
+    (seg, b)
+}
+
+/// Makes the cold file's block index checksum (in its header) and header checksum agree with
+/// its bytes again, after a test changed its index or header.
+fn reseal(b: &mut [u8]) {
+    let index_offset = u64_at(b, 48) as usize;
+    let blocks = u32_at(b, 40) as usize;
+    let index_crc = crc32fast::hash(&b[index_offset..index_offset + 32 * blocks]);
+    b[56..60].copy_from_slice(&index_crc.to_le_bytes());
+    let head_crc = crc32fast::hash(&b[..60]);
+    b[60..64].copy_from_slice(&head_crc.to_le_bytes());
+}
+
 #[test]
 fn threads_sharing_a_reader_each_get_the_right_records_of_a_cold_log() {
     let tmp = tempfile::tempdir().unwrap();
@@ -68,12 +95,7 @@ fn threads_sharing_a_reader_each_get_the_right_records_of_a_cold_log() {
             });
         }
     });
-    let read: Vec<Vec<u8>> = LogReader::open(&dir)
-        .unwrap()
-        .iter()
-        .map(|r| r.unwrap().payload.to_vec())
-        .collect();
-    assert_eq!(read, all);
+    assert_eq!(read_all(&dir), all);
 }
 
 #[test]
@@ -81,24 +103,19 @@ fn a_block_zstd_cannot_decode_fails_only_its_records_and_the_next_block_reads() 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("log");
     let all = write_cold_log(&dir, 6000);
-    let seg = segments(&dir)[0].clone();
-    let mut b = std::fs::read(&seg).unwrap();
+    let (seg, mut b) = first_segment(&dir);
     // Block 0's zstd frame (at the offset its index entry names: 128, or after the segment's
     // dictionary): break its magic, then make every checksum agree (the block's in the index
     // entry, the index's and the header's), so the checksums pass and zstd itself refuses the
     // frame.
     let index_offset = u64_at(&b, 48) as usize;
-    let blocks = u32_at(&b, 40) as usize;
     let z0 = u64_at(&b, index_offset + 16);
     let at = z0 as usize;
     b[at..at + 4].copy_from_slice(b"XXXX");
     let zlen = u32_at(&b, index_offset + 24) as usize;
     let crc = crc32fast::hash(&b[at..at + zlen]);
     b[index_offset + 28..index_offset + 32].copy_from_slice(&crc.to_le_bytes());
-    let index_crc = crc32fast::hash(&b[index_offset..index_offset + 32 * blocks]);
-    b[56..60].copy_from_slice(&index_crc.to_le_bytes());
-    let head_crc = crc32fast::hash(&b[..60]);
-    b[60..64].copy_from_slice(&head_crc.to_le_bytes());
+    reseal(&mut b);
     std::fs::write(&seg, &b).unwrap();
 
     let reader = LogReader::open(&dir).unwrap();
@@ -139,8 +156,7 @@ fn a_sequential_read_trusts_the_block_checksum_and_verify_checks_each_record() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("log");
     let all = write_cold_log(&dir, 6000);
-    let seg = segments(&dir)[0].clone();
-    let b = std::fs::read(&seg).unwrap();
+    let (seg, b) = first_segment(&dir);
     let index_offset = u64_at(&b, 48) as usize;
     let blocks = u32_at(&b, 40) as usize;
     let dict_len = u32_at(&b, 44) as usize;
@@ -172,17 +188,10 @@ fn a_sequential_read_trusts_the_block_checksum_and_verify_checks_each_record() {
     let new_index_offset = out.len() as u64;
     out.extend_from_slice(&index);
     out[48..56].copy_from_slice(&new_index_offset.to_le_bytes());
-    out[56..60].copy_from_slice(&crc32fast::hash(&index).to_le_bytes());
-    let head_crc = crc32fast::hash(&out[..60]);
-    out[60..64].copy_from_slice(&head_crc.to_le_bytes());
+    reseal(&mut out);
     std::fs::write(&seg, &out).unwrap();
 
-    let read: Vec<Vec<u8>> = LogReader::open(&dir)
-        .unwrap()
-        .iter()
-        .map(|r| r.unwrap().payload.to_vec())
-        .collect();
-    assert_eq!(read, all);
+    assert_eq!(read_all(&dir), all);
     let report = verify(&dir).unwrap();
     let d = report.corruption().expect("verify checks each record");
     assert_eq!(d.corruption.seq, Some(0));
