@@ -1,6 +1,6 @@
 //! The incremental projection (docs/events.md §5): [`Projector`], [`messages()`], [`messages_at`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::event::{
@@ -53,11 +53,11 @@ pub struct Projector {
     surface: Surface,
     /// The unanswered calls, by seq.
     open: BTreeMap<u64, ToolCallInfo>,
-    /// The seqs of the unanswered calls by turn and callId: a result answers a call of its own
-    /// turn (docs/events.md §6), so it looks only among its turn's calls.
-    open_by_id: HashMap<u64, HashMap<String, BTreeSet<u64>>>,
-    /// The seqs of the unanswered calls by (turn, step) and name, for resolution by name.
-    open_by_step: HashMap<(u64, u64), HashMap<String, BTreeSet<u64>>>,
+    /// The seqs of the unanswered calls of each turn, in order: a result answers a call of its
+    /// own turn (docs/events.md §6), by callId or by step and name, so it looks only among its
+    /// turn's open calls (a handful: calls are answered within their step). A list per turn
+    /// rather than maps by callId and name: no key is copied or hashed per call.
+    open_by_turn: BTreeMap<u64, Vec<u64>>,
     /// The answered calls, by seq: a persistent map, so cloning the projector is O(1) and a
     /// growing log never copies it whole.
     answered: imbl::OrdMap<u64, Arc<ToolCallInfo>>,
@@ -348,25 +348,26 @@ impl Projector {
         self.open.values()
     }
 
-    /// The earliest unanswered `tool/call` with this `callId`, of any turn. O(turns with open
-    /// calls × log open calls). A result only answers a call of its own turn: see
+    /// The earliest unanswered `tool/call` with this `callId`, of any turn. O(open calls). A
+    /// result only answers a call of its own turn: see
     /// [`open_call_of_turn`](Self::open_call_of_turn).
     pub fn open_call(&self, call_id: &str) -> Option<&ToolCallInfo> {
-        self.open_by_id
-            .values()
-            .filter_map(|ids| ids.get(call_id).and_then(BTreeSet::first))
-            .min()
-            .and_then(|seq| self.open.get(seq))
+        self.open.values().find(|c| c.call_id == call_id)
     }
 
     /// The earliest unanswered `tool/call` of turn `turn` with this `callId`: the call a result
-    /// of that turn giving this `callId` answers. O(log open calls).
+    /// of that turn giving this `callId` answers. O(open calls of that turn).
     pub fn open_call_of_turn(&self, turn: u64, call_id: &str) -> Option<&ToolCallInfo> {
-        self.open_by_id
+        self.open_of_turn(turn).find(|c| c.call_id == call_id)
+    }
+
+    /// The unanswered calls of turn `turn`, in seq order.
+    fn open_of_turn(&self, turn: u64) -> impl Iterator<Item = &ToolCallInfo> + '_ {
+        self.open_by_turn
             .get(&turn)
-            .and_then(|ids| ids.get(call_id))
-            .and_then(BTreeSet::first)
-            .and_then(|seq| self.open.get(seq))
+            .into_iter()
+            .flatten()
+            .filter_map(|seq| self.open.get(seq))
     }
 
     /// The call a `tool/result` would answer if applied now, by the rules of §5 (see
@@ -508,11 +509,8 @@ impl Projector {
             }
         }
         let by_name = self
-            .open_by_step
-            .get(&(result.turn, result.step))
-            .and_then(|names| names.get(result.message.tool_name.as_str()))
-            .and_then(BTreeSet::first)
-            .and_then(|call_seq| self.open.get(call_seq));
+            .open_of_turn(result.turn)
+            .find(|c| c.step == result.step && c.name == result.message.tool_name);
         match by_name {
             Some(call) => Ok((call.call_id.clone(), Some(call.seq))),
             None => Err(ProjectError::UnresolvedToolResult {
@@ -583,18 +581,17 @@ impl Projector {
                 answered_by: None,
             },
         );
-        self.open_by_id
-            .entry(call.turn)
-            .or_default()
-            .entry(call.call_id.clone())
-            .or_default()
-            .insert(seq);
-        self.open_by_step
-            .entry((call.turn, call.step))
-            .or_default()
-            .entry(call.name.clone())
-            .or_default()
-            .insert(seq);
+        let seqs = self.open_by_turn.entry(call.turn).or_default();
+        // Seqs come in order; a checkpoint's open calls too. Kept sorted either way.
+        match seqs.last() {
+            Some(&last) if last > seq => {
+                if let Err(at) = seqs.binary_search(&seq) {
+                    seqs.insert(at, seq);
+                }
+            }
+            Some(&last) if last == seq => {}
+            _ => seqs.push(seq),
+        }
     }
 
     /// Moves the open call `call_seq` to the answered list.
@@ -603,27 +600,12 @@ impl Projector {
             return;
         };
         self.closed_unanswered.remove(&call_seq);
-        if let Some(ids) = self.open_by_id.get_mut(&call.turn) {
-            if let Some(seqs) = ids.get_mut(call.call_id.as_str()) {
-                seqs.remove(&call_seq);
-                if seqs.is_empty() {
-                    ids.remove(call.call_id.as_str());
-                }
+        if let Some(seqs) = self.open_by_turn.get_mut(&call.turn) {
+            if let Ok(at) = seqs.binary_search(&call_seq) {
+                seqs.remove(at);
             }
-            if ids.is_empty() {
-                self.open_by_id.remove(&call.turn);
-            }
-        }
-        let key = (call.turn, call.step);
-        if let Some(names) = self.open_by_step.get_mut(&key) {
-            if let Some(seqs) = names.get_mut(call.name.as_str()) {
-                seqs.remove(&call_seq);
-                if seqs.is_empty() {
-                    names.remove(call.name.as_str());
-                }
-            }
-            if names.is_empty() {
-                self.open_by_step.remove(&key);
+            if seqs.is_empty() {
+                self.open_by_turn.remove(&call.turn);
             }
         }
         call.answered_by = Some(by);
