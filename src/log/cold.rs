@@ -990,7 +990,7 @@ impl Prefetch {
     /// now at block `first`. `None` when there is nothing ahead, the machine has one core, or
     /// no thread can be started (the reader then decompresses every block itself).
     pub(crate) fn start(view: &Arc<SegmentView>, first: usize, last: usize) -> Option<Prefetch> {
-        if last <= first + 1 || !parallel() {
+        if last <= first + 1 || !super::readahead::parallel() {
             return None;
         }
         view.cold()?.advise_sequential(first, last);
@@ -1072,10 +1072,4 @@ impl Drop for Prefetch {
             let _ = h.join();
         }
     }
-}
-
-/// True when this machine runs more than one thread at once (prefetching pays only then).
-fn parallel() -> bool {
-    static PARALLEL: OnceLock<bool> = OnceLock::new();
-    *PARALLEL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }

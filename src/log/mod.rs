@@ -52,6 +52,7 @@ mod meta;
 mod mmap;
 mod open;
 mod options;
+mod readahead;
 mod reader;
 mod recovery;
 mod salvage;

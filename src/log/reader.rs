@@ -713,6 +713,7 @@ impl LogReader {
             seq: start,
             end,
             prefetch: None,
+            verify: None,
         }
     }
 
@@ -851,6 +852,8 @@ pub struct Iter<'a> {
     end: u64,
     /// In a cold segment: the thread decompressing the next blocks ahead of this iterator.
     prefetch: Option<super::cold::Prefetch>,
+    /// In a plain segment read over a long span: the thread checking checksums ahead.
+    verify: Option<super::readahead::VerifyAhead>,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -879,8 +882,9 @@ impl<'a> Iterator for Iter<'a> {
             None => self.view.is_none(),
         };
         if entering {
-            // (Stops the previous segment's prefetch, if any.)
+            // (Stops the previous segment's prefetch or checks ahead, if any.)
             self.prefetch = None;
+            self.verify = None;
             let Some(k) = segment_for(segments, self.seq) else {
                 self.seq = self.end;
                 return Some(Err(Error::SeqOutOfRange {
@@ -924,6 +928,18 @@ impl<'a> Iterator for Iter<'a> {
                 ) {
                     self.prefetch = super::cold::Prefetch::start(view, first, last);
                 }
+            } else {
+                // A long sequential read: checksums ahead, on the other core.
+                let base = view.header.base_seq;
+                let to = segments
+                    .get(k + 1)
+                    .map_or(self.end, |next| next.base.min(self.end))
+                    .saturating_sub(base);
+                let end = to
+                    .checked_sub(1)
+                    .and_then(|last| view.offset_of(last))
+                    .unwrap_or_else(|| view.readable_len());
+                self.verify = super::readahead::VerifyAhead::start(view, i, self.offset, to, end);
             }
         }
         let view = self.view?;
@@ -944,7 +960,10 @@ impl<'a> Iterator for Iter<'a> {
         }
         // A cold segment's records are read from a decompressed block whose checksum was
         // checked: their own checksums are not computed again (`verify` still does).
-        let checksum = view.cold().is_none();
+        let checksum = match &mut self.verify {
+            Some(v) => !v.checked(self.seq - view.header.base_seq, self.offset),
+            None => view.cold().is_none(),
+        };
         match check_record_with(
             view.data_unchecked(),
             self.offset,
@@ -984,6 +1003,7 @@ impl<'a> Iter<'a> {
                 self.seq += 1;
                 self.seg = usize::MAX;
                 self.view = None;
+                self.verify = None;
                 self.ready = 0;
                 Ok(rec)
             }

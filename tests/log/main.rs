@@ -25,3 +25,4 @@ mod stress;
 mod sync_in_flight_failure;
 mod sync_many_threads_power_loss;
 mod tail_pread;
+mod verify_ahead;

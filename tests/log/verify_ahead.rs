@@ -1,0 +1,145 @@
+//! Long sequential reads of plain segments check the records' checksums ahead of the reader on
+//! a second thread (`agentlog-verify`, when the machine runs two threads at once): every record
+//! read is the one written, and a damaged record is reported where it is (its segment, offset
+//! and seq, after every record before it) whether the thread reached it first or the reader
+//! did: at the start of the read, in its middle, past where the thread parks (8 MiB ahead), at
+//! its end, and in a read of a range.
+
+use testkit as common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentlog::log::{CorruptionKind, Log, LogReader, Options};
+
+/// Records of 4 to 5 KiB: `N` of them are about 13 MiB, in one segment.
+const N: u64 = 3_000;
+
+fn payload(i: u64) -> Vec<u8> {
+    let len = 4_000 + (i * 37 % 1_000) as usize;
+    (0..len).map(|k| (i as usize * 31 + k) as u8).collect()
+}
+
+/// The log, its segment, and every record's offset in it (walked from the headers, not read
+/// from the engine's index).
+fn write(dir: &Path) -> (PathBuf, Vec<u64>) {
+    let log = Log::open(dir, Options::default()).unwrap();
+    for i in 0..N {
+        log.append(&payload(i)).unwrap();
+    }
+    log.close().unwrap();
+    let segs = common::segments(dir);
+    assert_eq!(segs.len(), 1, "one segment");
+    let bytes = std::fs::read(&segs[0]).unwrap();
+    let mut offsets = Vec::new();
+    let mut at = 64usize;
+    for i in 0..N {
+        offsets.push(at as u64);
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        assert_eq!(len, payload(i).len());
+        at += (16 + len).div_ceil(16) * 16;
+    }
+    (segs[0].clone(), offsets)
+}
+
+/// True when a checking thread of this process runs within a second (a new thread names
+/// itself once it runs).
+fn checking_thread_runs() -> bool {
+    (0..100).any(|_| {
+        let found = std::fs::read_dir("/proc/self/task").unwrap().any(|t| {
+            std::fs::read_to_string(t.unwrap().path().join("comm"))
+                .is_ok_and(|c| c.trim_end() == "agentlog-verify")
+        });
+        if !found {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        found
+    })
+}
+
+fn two_threads_at_once() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+#[test]
+fn a_long_read_returns_every_record_written_and_checks_ahead_on_a_second_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    write(&dir);
+    let reader = LogReader::open(&dir).unwrap();
+    let mut it = reader.iter();
+    assert_eq!(it.next().unwrap().unwrap().payload, &payload(0)[..]);
+    if two_threads_at_once() && cfg!(target_os = "linux") {
+        assert!(checking_thread_runs(), "no agentlog-verify thread");
+    }
+    // A slow start: the thread runs ahead until it is 8 MiB ahead, then parks until the
+    // reader comes closer.
+    std::thread::sleep(Duration::from_millis(50));
+    for (i, rec) in (1..).zip(it) {
+        assert_eq!(rec.unwrap().payload, &payload(i)[..], "seq {i}");
+    }
+    let from_mid: Vec<_> = reader.range(700..2_950).map(|r| r.unwrap().seq).collect();
+    assert_eq!(from_mid, (700..2_950).collect::<Vec<_>>());
+    // A read stopped early stops its thread (the drop waits for it).
+    let mut it = reader.iter();
+    it.next().unwrap().unwrap();
+    drop(it);
+}
+
+#[test]
+fn a_damaged_record_is_reported_where_it_is_whichever_thread_reaches_it_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let orig = tmp.path().join("orig");
+    let (seg, offsets) = write(&orig);
+    // Past the thread's 8 MiB lead: the record whose offset is the first beyond 8.5 MiB.
+    let far = offsets.iter().position(|&o| o > (17 << 19)).unwrap() as u64;
+    for (case, damaged) in [0, 1, 900, far, N - 1].into_iter().enumerate() {
+        for pause in [false, true] {
+            let dir = tmp.path().join(format!("case{case}-{pause}"));
+            common::copy_dir(&orig, &dir);
+            let seg = dir.join(seg.file_name().unwrap());
+            let at = offsets[damaged as usize];
+            // A payload byte: only the checksum can tell.
+            common::flip(&seg, at as usize + 16 + 123);
+            let reader = LogReader::open(&dir).unwrap();
+            let mut it = reader.iter();
+            let mut seq = 0u64;
+            let err = loop {
+                match it
+                    .next()
+                    .expect("the damaged record ends the read with an error")
+                {
+                    Ok(rec) => {
+                        assert_eq!(rec.payload, &payload(seq)[..], "seq {seq}");
+                        seq += 1;
+                    }
+                    Err(e) => break e,
+                }
+                if pause && seq == 1 {
+                    // The thread reaches the damage (or its lead) before the reader does.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            };
+            assert_eq!(seq, damaged, "records read before the damage ({err})");
+            let c = err.corruption().unwrap_or_else(|| panic!("{err}"));
+            assert_eq!(
+                (c.path.as_path(), c.offset, c.seq),
+                (seg.as_path(), at, Some(damaged))
+            );
+            assert!(
+                matches!(c.kind, CorruptionKind::ChecksumMismatch { .. }),
+                "{:?}",
+                c.kind
+            );
+            assert!(it.next().is_none(), "the read stops at the damage");
+            // A range that starts after the damage reads on; one that spans it stops there.
+            if damaged + 1 < N {
+                assert_eq!(reader.range(damaged + 1..).count() as u64, N - damaged - 1);
+                assert!(reader.range(damaged + 1..).all(|r| r.is_ok()));
+            }
+            let spanning: Vec<_> = reader.range(damaged.saturating_sub(5)..).collect();
+            assert_eq!(spanning.len() as u64, damaged.min(5) + 1);
+            assert!(spanning.last().unwrap().is_err());
+        }
+    }
+}
