@@ -98,7 +98,10 @@ pub(crate) fn check_record<'a>(
 /// [`check_record`], computing the record's checksum only when `checksum` is true: false for a
 /// record of a cold segment's decompressed block, whose compressed bytes' checksum was checked
 /// before it was decompressed (and whose records were checked when it was compressed). The
-/// header, the length, the bounds and the seq are checked either way.
+/// header, the length, the bounds and the seq are checked either way. Always inlined (with a
+/// plain `#[inline]` the iterator still called it): interleaved runs of `--bench cold`, plain
+/// rows, small mix 5.26 → 4.72 ms, current mix 10.87 → 10.39 ms.
+#[inline(always)]
 pub(crate) fn check_record_with<'a>(
     data: &'a [u8],
     offset: u64,
