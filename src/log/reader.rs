@@ -706,7 +706,7 @@ impl LogReader {
         Iter {
             reader: self,
             slots: None,
-            seg: usize::MAX,
+            seg_end: 0,
             view: None,
             offset: 0,
             ready: 0,
@@ -842,8 +842,9 @@ pub struct Iter<'a> {
     /// The segments it reads: chosen on its first record (the known ones, when it starts in
     /// them; else all, listed).
     slots: Option<&'a [Arc<Slot>]>,
-    seg: usize,
-    /// The view of segment `seg` (mapped when the iterator entered it).
+    /// The base seq of the segment after the one it reads (`u64::MAX` after the last one).
+    seg_end: u64,
+    /// The view of the segment it reads (mapped when the iterator entered it).
     view: Option<&'a Arc<SegmentView>>,
     offset: u64,
     /// Bytes of `view` before this offset are readable (a cold segment's decompressed blocks).
@@ -877,11 +878,7 @@ impl<'a> Iterator for Iter<'a> {
                 }
             },
         };
-        let entering = match segments.get(self.seg.wrapping_add(1)) {
-            Some(next) => self.view.is_none() || next.base <= self.seq,
-            None => self.view.is_none(),
-        };
-        if entering {
+        if self.view.is_none() || self.seq >= self.seg_end {
             // (Stops the previous segment's prefetch or checks ahead, if any.)
             self.prefetch = None;
             self.verify = None;
@@ -906,7 +903,7 @@ impl<'a> Iterator for Iter<'a> {
             let i = self.seq - view.header.base_seq;
             // A scan: read ahead again (a reader maps segments for reads by seq).
             view.advise(false);
-            self.seg = k;
+            self.seg_end = segments.get(k + 1).map_or(u64::MAX, |next| next.base);
             self.view = Some(view);
             self.ready = 0;
             self.offset = if i == 0 {
@@ -1001,7 +998,6 @@ impl<'a> Iter<'a> {
         match self.reader.get(seq) {
             Ok(rec) => {
                 self.seq += 1;
-                self.seg = usize::MAX;
                 self.view = None;
                 self.verify = None;
                 self.ready = 0;
