@@ -1066,10 +1066,6 @@ impl Prefetch {
 
 impl Drop for Prefetch {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            let _ = h.join();
-        }
+        super::readahead::stop_and_join(&self.shared.stop, self.handle.take());
     }
 }

@@ -30,7 +30,7 @@ use super::segment::{check_record_with, SegmentView};
 
 /// The least span of a plain segment a read must cover for the checksums to be computed ahead:
 /// starting and stopping a thread costs about as much as the checksums of a few hundred KiB.
-pub(crate) const MIN_SPAN: u64 = 4 << 20;
+const MIN_SPAN: u64 = 4 << 20;
 
 /// How far (bytes of records) the thread may be ahead of the reader: far enough that it seldom
 /// parks (each park and wake costs the reader a system call), near enough that a read stopped
@@ -84,10 +84,10 @@ pub(crate) struct VerifyAhead {
 }
 
 impl VerifyAhead {
-    /// Starts checking the records of the plain segment `view` from record `index` at `offset`
-    /// (where the reader starts) up to record `to` (exclusive), which end at about `end`.
-    /// `None` when the span is too short to pay, the machine runs one thread at a time, or no
-    /// thread can be started: the reader then checks every record itself.
+    /// Starts checking the records of the plain (not cold) segment `view` from record `index`
+    /// at `offset` (where the reader starts) up to record `to` (exclusive), which end at about
+    /// `end`. `None` when the span is too short to pay, the machine runs one thread at a time,
+    /// or no thread can be started: the reader then checks every record itself.
     pub(crate) fn start(
         view: &Arc<SegmentView>,
         index: u64,
@@ -95,8 +95,7 @@ impl VerifyAhead {
         to: u64,
         end: u64,
     ) -> Option<VerifyAhead> {
-        if view.is_cold()
-            || end.saturating_sub(offset) < MIN_SPAN
+        if end.saturating_sub(offset) < MIN_SPAN
             || offset > u64::from(u32::MAX)
             || to > u64::from(u32::MAX)
             || !parallel()
@@ -155,11 +154,7 @@ impl VerifyAhead {
 
 impl Drop for VerifyAhead {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            let _ = h.join();
-        }
+        stop_and_join(&self.shared.stop, self.handle.take());
     }
 }
 
@@ -203,6 +198,16 @@ fn run(view: &SegmentView, s: &Shared, mut index: u64, mut offset: u64, to: u64)
             }
         }
         s.verified.0.store(offset, Ordering::Release);
+    }
+}
+
+/// Stops a thread that works ahead of a reader (it checks `stop` between steps and parks
+/// otherwise) and waits for it.
+pub(crate) fn stop_and_join(stop: &AtomicBool, handle: Option<JoinHandle<()>>) {
+    stop.store(true, Ordering::Release);
+    if let Some(h) = handle {
+        h.thread().unpark();
+        let _ = h.join();
     }
 }
 

@@ -927,11 +927,10 @@ impl<'a> Iterator for Iter<'a> {
                 }
             } else {
                 // A long sequential read: checksums ahead, on the other core.
-                let base = view.header.base_seq;
-                let to = segments
-                    .get(k + 1)
-                    .map_or(self.end, |next| next.base.min(self.end))
-                    .saturating_sub(base);
+                let to = self
+                    .seg_end
+                    .min(self.end)
+                    .saturating_sub(view.header.base_seq);
                 let end = to
                     .checked_sub(1)
                     .and_then(|last| view.offset_of(last))
