@@ -74,6 +74,7 @@ mod types;
 mod value;
 mod write;
 
+pub(crate) use archive::archive_is_valid;
 pub use archive::{
     access_event, decode_event, encode_event, ArchiveError, ArchiveOp, EventEncoder, ARCHIVE_ALIGN,
     MAX_ARCHIVE_DEPTH,

@@ -82,6 +82,7 @@ pub use lock::LOCK_FILE;
 pub use meta::{read_meta, write_meta, LOGMETA_FILE, LOGMETA_TMP_FILE, MAX_META_LEN};
 pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
 pub use options::{Durability, Options, RecoveryMode};
+pub(crate) use readahead::vouched;
 pub use reader::{Iter, LogReader, Record};
 pub use recovery::{Damage, DamageClass};
 pub use salvage::{SalvageSource, SalvagedRecords};

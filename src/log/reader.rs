@@ -956,9 +956,12 @@ impl<'a> Iterator for Iter<'a> {
         }
         // A cold segment's records are read from a decompressed block whose checksum was
         // checked: their own checksums are not computed again (`verify` still does).
-        let checksum = match &mut self.verify {
-            Some(v) => !v.checked(self.seq - view.header.base_seq, self.offset),
-            None => view.cold().is_none(),
+        let (checksum, vouched) = match &mut self.verify {
+            Some(v) => {
+                let checked = v.checked(self.seq - view.header.base_seq, self.offset);
+                (!checked, checked)
+            }
+            None => (view.cold().is_none(), false),
         };
         match check_record_with(
             view.data_unchecked(),
@@ -968,6 +971,10 @@ impl<'a> Iterator for Iter<'a> {
             checksum,
         ) {
             Ok(found) => {
+                if vouched {
+                    // Its payload was validated too: `access_event` on it skips that.
+                    super::readahead::vouch(view, found.payload);
+                }
                 let rec = Record {
                     seq: self.seq,
                     payload: found.payload,

@@ -30,16 +30,28 @@ fn write(dir: &Path) -> (PathBuf, Vec<u64>) {
     log.close().unwrap();
     let segs = common::segments(dir);
     assert_eq!(segs.len(), 1, "one segment");
+    let offsets = record_offsets(&segs[0]);
     let bytes = std::fs::read(&segs[0]).unwrap();
-    let mut offsets = Vec::new();
-    let mut at = 64usize;
-    for i in 0..N {
-        offsets.push(at as u64);
+    for (i, &at) in (0..).zip(&offsets) {
+        let at = at as usize;
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
         assert_eq!(len, payload(i).len());
-        at += (16 + len).div_ceil(16) * 16;
     }
     (segs[0].clone(), offsets)
+}
+
+/// The offsets of the `N` records of segment `seg` (walked from the headers, not read from the
+/// engine's index).
+fn record_offsets(seg: &Path) -> Vec<u64> {
+    let bytes = std::fs::read(seg).unwrap();
+    let mut offsets = Vec::new();
+    let mut at = 64usize;
+    for _ in 0..N {
+        offsets.push(at as u64);
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += (16 + len).div_ceil(16) * 16;
+    }
+    offsets
 }
 
 /// True when a checking thread of this process runs within a second (a new thread names
@@ -140,6 +152,123 @@ fn a_damaged_record_is_reported_where_it_is_whichever_thread_reaches_it_first() 
             let spanning: Vec<_> = reader.range(damaged.saturating_sub(5)..).collect();
             assert_eq!(spanning.len() as u64, damaged.min(5) + 1);
             assert!(spanning.last().unwrap().is_err());
+        }
+    }
+}
+
+/// Event `i`: a user message of about 4 KiB of text that starts with its number.
+fn event_line(i: u64) -> String {
+    let text = format!("{i:06} {}", "checked ahead ".repeat(290 + (i % 7) as usize));
+    format!(
+        r#"{{"type":"user/message","seq":{i},"time":{},"data":{{"role":"user","content":[{{"type":"text","text":"{text}"}}]}}}}"#,
+        1_755_000_000_000 + i
+    )
+}
+
+fn event_text(e: &agentlog::event::archived::ArchivedEvent) -> String {
+    match &e.data {
+        agentlog::event::archived::ArchivedEventData::UserMessage(m) => match &m.content[0] {
+            agentlog::event::archived::ArchivedBlock::Text { text, .. } => text.as_str().to_owned(),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A log of `N` event archives (about 12 MiB, one segment); its segment and the records'
+/// offsets.
+fn write_events(dir: &Path) -> (PathBuf, Vec<u64>) {
+    let log = Log::open(dir, Options::default()).unwrap();
+    let mut buf = rkyv::util::AlignedVec::<16>::new();
+    for i in 0..N {
+        let event = agentlog::event::parse_event_line(&event_line(i)).unwrap();
+        buf.clear();
+        let start = agentlog::event::encode_event(&event, &mut buf).unwrap();
+        log.append(&buf[start..]).unwrap();
+    }
+    log.close().unwrap();
+    let segs = common::segments(dir);
+    assert_eq!(segs.len(), 1, "one segment");
+    (segs[0].clone(), record_offsets(&segs[0]))
+}
+
+/// Makes the text of the record at `at` invalid UTF-8 and writes the record's checksum anew:
+/// only the archive's validation can tell.
+fn break_archive_keep_checksum(seg: &Path, at: u64) {
+    let mut bytes = std::fs::read(seg).unwrap();
+    let at = at as usize;
+    let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let payload = at + 16..at + 16 + len;
+    let text = bytes[payload.clone()]
+        .windows(8)
+        .position(|w| w == b"checked ")
+        .unwrap();
+    bytes[payload.start + text] = 0xFF;
+    let mut seed = crc32fast::Hasher::new();
+    seed.update(&bytes[24..40]);
+    seed.update(&bytes[16..24]);
+    let mut h = crc32fast::Hasher::new_with_initial(seed.finalize());
+    h.update(&bytes[at..at + 4]);
+    h.update(&bytes[at + 8..at + 16]);
+    h.update(&bytes[payload]);
+    bytes[at + 4..at + 8].copy_from_slice(&h.finalize().to_le_bytes());
+    std::fs::write(seg, bytes).unwrap();
+}
+
+/// The second thread also validates the events' archives ahead of the reader, and
+/// `access_event` skips that for the records it vouched for: every event reads back as
+/// written, and an archive that is invalid under a valid checksum is refused by
+/// `access_event` at its record, wherever it is and whichever thread reaches it first.
+#[test]
+fn an_invalid_archive_under_a_valid_checksum_is_refused_whichever_thread_reaches_it_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let orig = tmp.path().join("orig");
+    let (seg, offsets) = write_events(&orig);
+    let far = offsets.iter().position(|&o| o > (17 << 19)).unwrap() as u64;
+    for (case, damaged) in [
+        None,
+        Some(0),
+        Some(1),
+        Some(200),
+        Some(1_500),
+        Some(far),
+        Some(N - 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for pause in [false, true] {
+            let dir = tmp.path().join(format!("ev{case}-{pause}"));
+            common::copy_dir(&orig, &dir);
+            if let Some(d) = damaged {
+                break_archive_keep_checksum(
+                    &dir.join(seg.file_name().unwrap()),
+                    offsets[d as usize],
+                );
+            }
+            let reader = LogReader::open(&dir).unwrap();
+            let mut refused = None;
+            for (i, rec) in (0..).zip(reader.iter()) {
+                let rec = rec.unwrap_or_else(|e| panic!("seq {i}: {e}"));
+                match agentlog::event::access_event(rec.payload) {
+                    Ok(e) => {
+                        assert_eq!(e.seq(), i);
+                        let want = agentlog::event::parse_event_line(&event_line(i)).unwrap();
+                        let got = agentlog::event::decode_event(e).unwrap();
+                        assert_eq!(got, want, "seq {i}");
+                        assert!(event_text(e).starts_with(&format!("{i:06} ")));
+                    }
+                    Err(_) => {
+                        assert!(refused.is_none(), "one record refused");
+                        refused = Some(i);
+                    }
+                }
+                if pause && i == 0 {
+                    // The thread gets ahead (to its lead) before the reader goes on.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            assert_eq!(refused, damaged, "case {case}, pause {pause}");
         }
     }
 }
