@@ -9,9 +9,10 @@
 //! vouched for, and marks the record's payload as checked for the calling thread (see
 //! [Vouched payloads](#vouched-payloads)), so that [`access_event`] on exactly those bytes skips
 //! the validation. Where the thread has not been, the reader checks the records itself: the two
-//! share the work (see [below](#sharing-the-work)). Nothing else changes: the reader still checks each record's header, bounds and
-//! seq, and any fault is found and reported by the reader or by [`access_event`], with their
-//! usual context (the thread stops at a record it cannot vouch for and leaves it to them).
+//! share the work (see [below](#sharing-the-work)). Nothing else changes: the reader still
+//! checks each record's header, bounds and seq, and any fault is found and reported by the
+//! reader or by [`access_event`], with their usual context (the thread stops at a record it
+//! cannot vouch for and leaves it to them).
 //!
 //! Cold segments do not get this: their records are read from blocks whose checksum is checked
 //! when they are decompressed, which [`Prefetch`](super::cold::Prefetch) does ahead.
@@ -24,9 +25,9 @@
 //! a free chunk first takes it (a compare-and-swap). The reader skips the checks of a chunk the
 //! thread has done; checks a chunk it took itself; and in a chunk the thread is still working
 //! on, checks the records itself until the thread says it is done. When the reader finds the
-//! thread working on the chunk the reader is entering, it also takes the [`TAKE`] chunks after it:
-//! the thread, too slow to stay ahead alone, then skips those (walking its headers only) and the
-//! two share the work, instead of checking the same records side by side. A thread that finds
+//! thread working on the chunk the reader is entering, it also takes the [`TAKE`] chunks after
+//! it: the thread, too slow to stay ahead alone, then skips those (walking their headers only)
+//! and the two share the work, instead of checking the same records side by side. A thread that finds
 //! itself behind the reader goes on from the reader's record. It stays at most [`AHEAD`] bytes
 //! ahead of the reader (which says where it is at each chunk it enters) and parks when it is
 //! that far ahead; the reader wakes it when it has come within half. Nothing waits on the
@@ -121,10 +122,16 @@ impl Shared {
         offset.saturating_sub(self.start) / CHUNK
     }
 
-    /// Chunk `k`'s state (`GIVEN_UP` past the last one: nobody checks records there but the
-    /// reader).
+    /// Chunk `k`'s state; `None` past the last one (the reader checks any record there itself).
     fn chunk(&self, k: u64) -> Option<&AtomicU8> {
         usize::try_from(k).ok().and_then(|k| self.chunks.get(k))
+    }
+
+    /// Sets chunk `k`'s state (the thread, on a chunk it took: done or given up).
+    fn set(&self, k: u64, state: u8) {
+        if let Some(c) = self.chunk(k) {
+            c.store(state, Ordering::Release);
+        }
     }
 
     /// Takes chunk `k` for `who` if it is free.
@@ -318,15 +325,15 @@ fn run(view: &SegmentView, s: &Shared, mut index: u64, mut offset: u64, to: u64)
                 _ => {
                     // The reader (or the caller's validation) checks this record itself and
                     // reports what is wrong.
-                    if let (true, Some(c)) = (mine, s.chunk(k)) {
-                        c.store(GIVEN_UP, Ordering::Release);
+                    if mine {
+                        s.set(k, GIVEN_UP);
                     }
                     return;
                 }
             }
         }
-        if let (true, Some(c)) = (mine, s.chunk(k)) {
-            c.store(DONE, Ordering::Release);
+        if mine {
+            s.set(k, DONE);
         }
     }
 }
@@ -450,16 +457,23 @@ mod tests {
 
     const START: u64 = HEADER_SIZE as u64;
 
-    /// The states of the chunks of a read of `offsets` from the first record.
+    /// The 700-event segment of [`segment`] and what a read of all of it from its first record
+    /// shares with its thread (nothing taken yet); the directory lives as long as the result.
+    fn read_of_700(broken: Option<u64>) -> (tempfile::TempDir, Arc<SegmentView>, Vec<u64>, Shared) {
+        let tmp = tempfile::tempdir().unwrap();
+        let (view, offsets) = segment(tmp.path(), 700, broken);
+        let s = Shared::new(0, START, offsets[699]);
+        (tmp, view, offsets, s)
+    }
+
+    /// Every chunk's state.
     fn states(s: &Shared) -> Vec<u8> {
         s.chunks.iter().map(|c| c.load(Ordering::Relaxed)).collect()
     }
 
     #[test]
     fn the_thread_checks_every_chunk_ahead_of_the_reader_and_leaves_it_its_own() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (view, offsets) = segment(tmp.path(), 700, None);
-        let s = Shared::new(0, START, offsets[699]);
+        let (_tmp, view, _, s) = read_of_700(None);
         run(&view, &s, 0, START, 700);
         let st = states(&s);
         assert!(st.len() >= 5, "{st:?}");
@@ -469,9 +483,7 @@ mod tests {
 
     #[test]
     fn the_thread_gives_up_at_an_invalid_archive_under_a_valid_checksum() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (view, offsets) = segment(tmp.path(), 700, Some(400));
-        let s = Shared::new(0, START, offsets[699]);
+        let (_tmp, view, offsets, s) = read_of_700(Some(400));
         run(&view, &s, 0, START, 700);
         let bad = s.chunk_of(offsets[400]) as usize;
         let st = states(&s);
@@ -483,9 +495,7 @@ mod tests {
 
     #[test]
     fn the_thread_skips_the_chunks_the_reader_took() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (view, offsets) = segment(tmp.path(), 700, None);
-        let s = Shared::new(0, START, offsets[699]);
+        let (_tmp, view, _, s) = read_of_700(None);
         assert!(s.take(2, READER));
         run(&view, &s, 0, START, 700);
         let st = states(&s);
@@ -494,9 +504,7 @@ mod tests {
 
     #[test]
     fn a_thread_behind_the_reader_goes_on_from_where_the_reader_is() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (view, offsets) = segment(tmp.path(), 700, None);
-        let s = Shared::new(0, START, offsets[699]);
+        let (_tmp, view, offsets, s) = read_of_700(None);
         let r = s.chunk_of(offsets[300]) as usize;
         s.reader_at
             .0
@@ -509,9 +517,7 @@ mod tests {
 
     #[test]
     fn a_stopped_thread_checks_nothing() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (view, offsets) = segment(tmp.path(), 700, None);
-        let s = Shared::new(0, START, offsets[699]);
+        let (_tmp, view, _, s) = read_of_700(None);
         s.stop.store(true, Ordering::Relaxed);
         run(&view, &s, 0, START, 700);
         assert!(states(&s).iter().all(|&c| c == FREE));

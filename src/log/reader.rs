@@ -926,7 +926,7 @@ impl<'a> Iterator for Iter<'a> {
                     self.prefetch = super::cold::Prefetch::start(view, first, last);
                 }
             } else {
-                // A long sequential read: checksums ahead, on the other core.
+                // A long sequential read: checksums and payloads checked ahead, on the other core.
                 let to = self
                     .seg_end
                     .min(self.end)
