@@ -1,7 +1,8 @@
 //! Cold segments, version 2: a zstd dictionary trained on the segment's records, stored in the
 //! cold file and used for every block. A dictionary round trip reads back every record (get,
 //! iter, range: the sequential reads decompress ahead on a second thread); a version 1 cold
-//! segment (`tests/data/cold_v1`, written by the version 1 writer) still reads and verifies;
+//! segment (`tests/data/cold_v1`, written by the version 1 writer) and a version 2 one written
+//! with the previous zstd settings (`tests/data/cold_v2_level6`) still read and verify;
 //! damage in the dictionary is named by file and offset; damage in a later block is reported by
 //! a sequential read at that block, whichever thread decompressed it.
 
@@ -189,6 +190,40 @@ fn a_version_1_cold_segment_still_reads_and_verifies() {
     let mut all = all;
     all.push(b"after".to_vec());
     assert_reads(&dir, &all);
+}
+
+/// `tests/data/cold_v2_level6`: a version 2 cold segment (with a dictionary) written by the
+/// writer before the block compressor changed (level 6, literals Huffman-coded; now level 9,
+/// matches of at least 6 bytes, literals raw), from [`payload`] 0..2000 in one segment.
+#[test]
+fn a_version_2_segment_written_with_the_previous_zstd_settings_still_reads_and_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cold_v2_level6"),
+        &dir,
+    );
+    let old = segments(&dir);
+    assert_eq!(old.len(), 1);
+    let (version, dict) = cold_header(&old[0]);
+    assert_eq!(version, 2);
+    assert!(dict > 0);
+    let all: Vec<Vec<u8>> = (0..2_000).map(payload).collect();
+    assert_reads(&dir, &all);
+    let report = verify(&dir).unwrap();
+    assert!(report.is_clean() && report.damage.is_none(), "{report:?}");
+    assert_eq!(report.events, 2_000);
+    // The same records written and compressed now read the same, from a different file.
+    let new = tmp.path().join("new");
+    assert_eq!(write_log(&new, 2_000, 64 << 20), all);
+    compress_log(&new, &OsStorage).unwrap();
+    let seg = segments(&new)[0].clone();
+    assert_eq!(cold_header(&seg).0, 2);
+    assert_ne!(
+        std::fs::read(&seg).unwrap(),
+        std::fs::read(&old[0]).unwrap()
+    );
+    assert_reads(&new, &all);
 }
 
 #[test]
