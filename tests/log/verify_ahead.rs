@@ -54,6 +54,11 @@ fn record_offsets(seg: &Path) -> Vec<u64> {
     offsets
 }
 
+/// The first record past the thread's 8 MiB lead: the first whose offset is beyond 8.5 MiB.
+fn past_the_lead(offsets: &[u64]) -> u64 {
+    offsets.iter().position(|&o| o > (17 << 19)).unwrap() as u64
+}
+
 /// True when a checking thread of this process runs within a second (a new thread names
 /// itself once it runs).
 fn checking_thread_runs() -> bool {
@@ -103,8 +108,7 @@ fn a_damaged_record_is_reported_where_it_is_whichever_thread_reaches_it_first() 
     let tmp = tempfile::tempdir().unwrap();
     let orig = tmp.path().join("orig");
     let (seg, offsets) = write(&orig);
-    // Past the thread's 8 MiB lead: the record whose offset is the first beyond 8.5 MiB.
-    let far = offsets.iter().position(|&o| o > (17 << 19)).unwrap() as u64;
+    let far = past_the_lead(&offsets);
     for (case, damaged) in [0, 1, 900, far, N - 1].into_iter().enumerate() {
         for pause in [false, true] {
             let dir = tmp.path().join(format!("case{case}-{pause}"));
@@ -224,7 +228,7 @@ fn an_invalid_archive_under_a_valid_checksum_is_refused_whichever_thread_reaches
     let tmp = tempfile::tempdir().unwrap();
     let orig = tmp.path().join("orig");
     let (seg, offsets) = write_events(&orig);
-    let far = offsets.iter().position(|&o| o > (17 << 19)).unwrap() as u64;
+    let far = past_the_lead(&offsets);
     for (case, damaged) in [
         None,
         Some(0),
