@@ -220,6 +220,10 @@ struct SyncState {
     issued: u64,
     /// Tickets of those not finished yet.
     running: Vec<u64>,
+    /// Callers waiting (in [`Inner::wait_syncs_through`]) for tickets to be given back: an
+    /// fdatasync that gives its ticket back wakes the waiters only when there are some (the
+    /// group commit's followers would wake for nothing, before their records are durable).
+    ticket_waiters: usize,
     /// The largest length an fdatasync under way (or done) covers: a caller whose records are
     /// below it waits for that one instead of starting its own.
     covering: u64,
@@ -333,6 +337,7 @@ impl Log {
                 in_flight: 0,
                 issued: 0,
                 running: Vec::new(),
+                ticket_waiters: 0,
                 covering: 0,
                 seals_done: 0,
                 synced,
@@ -937,7 +942,9 @@ impl Inner {
         ticket: u64,
     ) -> std::sync::MutexGuard<'a, SyncState> {
         while s.running.iter().any(|&t| t <= ticket) {
+            s.ticket_waiters += 1;
             s = unpoisoned(self.sync_cv.wait(s));
+            s.ticket_waiters -= 1;
         }
         s
     }
@@ -997,7 +1004,9 @@ impl Inner {
             }
             s.running.retain(|&t| t != ticket);
             let last = s.issued;
-            self.sync_cv.notify_all();
+            if s.ticket_waiters > 0 {
+                self.sync_cv.notify_all();
+            }
             drop(self.wait_syncs_through(s, last));
         }
         result?;
