@@ -10,6 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use memmap2::MmapMut;
@@ -163,13 +164,7 @@ impl OsStorage {
         }
         let len = file.metadata()?.len();
         let map = mmap::map_write(&file, capacity.max(len))?;
-        Ok(Box::new(OsFile {
-            file: Arc::new(file),
-            map: Some(map),
-            len,
-            ready: len,
-            reserved: Vec::new(),
-        }))
+        Ok(Box::new(OsFile::new(file, map, len)))
     }
 }
 
@@ -194,6 +189,14 @@ impl Storage for OsStorage {
 /// How far ahead of a write [`OsFile`] brings new pages into the page cache.
 const READY_AHEAD: u64 = 64 << 10;
 
+/// The size of the zero writes that ready pages of a file synced often ([`OsFile::ready_chunk`]):
+/// a page.
+const READY_SMALL: u64 = 4 << 10;
+
+/// Fdatasyncs since the last readying from which [`OsFile::make_ready`] readies pages one at a
+/// time.
+const SYNCED_OFTEN: u64 = 2;
+
 /// Zeros for [`OsFile::make_ready`] (static: no allocation; reading it touches only the shared
 /// zero page).
 static ZEROS: [u8; READY_AHEAD as usize] = [0; READY_AHEAD as usize];
@@ -208,6 +211,10 @@ struct OsFile {
     ready: u64,
     /// The ranges this handle reserved (blocks allocated), sorted, disjoint, not touching.
     reserved: Vec<(u64, u64)>,
+    /// Fdatasyncs of the file so far (its [`FileSyncer`]s count them).
+    syncs: Arc<AtomicU64>,
+    /// `syncs` at the last [`OsFile::make_ready`].
+    syncs_seen: u64,
 }
 
 impl fmt::Debug for OsFile {
@@ -281,6 +288,19 @@ fn covers(ranges: &[(u64, u64)], start: u64, end: u64) -> bool {
 }
 
 impl OsFile {
+    /// A handle on `file`, `len` bytes long, mapped by `map`; no range reserved yet.
+    fn new(file: File, map: MmapMut, len: u64) -> OsFile {
+        OsFile {
+            file: Arc::new(file),
+            map: Some(map),
+            len,
+            ready: len,
+            reserved: Vec::new(),
+            syncs: Arc::new(AtomicU64::new(0)),
+            syncs_seen: 0,
+        }
+    }
+
     /// The writable bytes `offset..offset + len`, inside the file and the map.
     fn slice_mut(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]> {
         let Some(map) = self.map.as_mut() else {
@@ -310,12 +330,32 @@ impl OsFile {
             .map(|&(_, e)| e)
     }
 
+    /// The size of the zero writes of the next [`OsFile::make_ready`]: [`READY_AHEAD`], one
+    /// write, unless the file was synced [`SYNCED_OFTEN`] times since the last one; then a page
+    /// ([`READY_SMALL`]). A write puts its bytes in page-cache folios as large as the write (ext4
+    /// since Linux 6.x), and an fdatasync writes whole dirty folios: records appended into a
+    /// folio of 64 KiB make every fdatasync write the 64 KiB, where a page each writes the 4 KiB
+    /// (or 8) the records since the last one dirtied: less time per `sync` append at 1 and 4
+    /// threads (`session_sync`; README, "Issue 14 targets", ³). Appends that are
+    /// not synced keep the one write per 64 KiB (sixteen cost them about 20% more per event).
+    fn ready_chunk(&mut self) -> u64 {
+        let syncs = self.syncs.load(Ordering::Relaxed);
+        let often = syncs.wrapping_sub(self.syncs_seen) >= SYNCED_OFTEN;
+        self.syncs_seen = syncs;
+        if often {
+            READY_SMALL
+        } else {
+            READY_AHEAD
+        }
+    }
+
     /// Brings the reserved, never written pages from `ready` up to `end` (and a little more) into
     /// the page cache, mapped writable, before a write there. Letting the write fault them in one
     /// at a time costs about 3.4 µs per 4 KiB page on ext4 (the read path of an unwritten
     /// extent: readahead, zeroing, then `page_mkwrite`), `MADV_POPULATE_WRITE` alone about 2.6 µs;
-    /// writing zeros there with one `pwrite` first puts the pages in the cache through the write
-    /// path, and then mapping them costs about 1.1 µs per page in all. Done a little at a time
+    /// writing zeros there with `pwrite` first (one, or one per page: [`OsFile::ready_chunk`])
+    /// puts the pages in the cache through the write path, and then mapping them costs about
+    /// 1.1 µs per page in all. Done a little at a time
     /// ([`READY_AHEAD`]), not for the whole preallocated range: the zeros are dirty pages, and
     /// an fdatasync writes every dirty page of the file. Only inside the reserved range that
     /// holds `ready` (its blocks exist, so nothing is allocated here). Best effort: if this
@@ -337,9 +377,10 @@ impl OsFile {
             return;
         }
         self.ready = to;
+        let chunk = self.ready_chunk();
         let mut at = from;
         while at < to {
-            let n = (to - at).min(READY_AHEAD) as usize;
+            let n = (to - at).min(chunk) as usize;
             if self.file.write_all_at(&ZEROS[..n], at).is_err() {
                 return;
             }
@@ -466,7 +507,10 @@ impl StorageFile for OsFile {
     }
 
     fn syncer(&self) -> Arc<dyn Syncer> {
-        Arc::new(FileSyncer(Arc::clone(&self.file)))
+        Arc::new(FileSyncer {
+            file: Arc::clone(&self.file),
+            syncs: Arc::clone(&self.syncs),
+        })
     }
 
     fn release_writes(&mut self) {
@@ -474,11 +518,16 @@ impl StorageFile for OsFile {
     }
 }
 
-struct FileSyncer(Arc<File>);
+struct FileSyncer {
+    file: Arc<File>,
+    /// The file's count of fdatasyncs ([`OsFile::make_ready`] reads it).
+    syncs: Arc<AtomicU64>,
+}
 
 impl Syncer for FileSyncer {
     fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data()
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.file.sync_data()
     }
 }
 
@@ -587,6 +636,50 @@ mod tests {
         let b = std::fs::read(&path).unwrap();
         assert_eq!(b[0], b'x');
         assert_eq!(b[100], b'z');
+    }
+
+    /// A file synced often has its pages readied one at a time (a write per page), one that is
+    /// not in one write per 64 KiB; the file's syncer counts the fdatasyncs that decide it.
+    #[test]
+    fn a_file_synced_often_readies_a_page_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = open_nofollow(&path, true).unwrap();
+        let map = mmap::map_write(&file, 1 << 20).unwrap();
+        let mut f = OsFile::new(file, map, 0);
+        let syncer = f.syncer();
+        assert_eq!(f.ready_chunk(), READY_AHEAD);
+        syncer.sync_data().unwrap();
+        assert_eq!(f.ready_chunk(), READY_AHEAD, "one fdatasync is not often");
+        syncer.sync_data().unwrap();
+        syncer.sync_data().unwrap();
+        assert_eq!(f.ready_chunk(), READY_SMALL);
+        assert_eq!(f.ready_chunk(), READY_AHEAD, "no fdatasync since the last");
+    }
+
+    /// Writes between fdatasyncs, readied a page at a time once syncs come often, read back as
+    /// written, with zeros between them, across the change of readying size.
+    #[test]
+    fn writes_between_frequent_syncs_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut f = OsStorage.create(&path, 1 << 20).unwrap();
+        f.extend_to(512 << 10).unwrap();
+        let syncer = f.syncer();
+        let mut model = vec![0u8; 512 << 10];
+        let mut at = 0usize;
+        for i in 0..2000usize {
+            let len = 37 + (i * 53) % 300;
+            let bytes: Vec<u8> = (0..len).map(|j| (i + j) as u8 | 1).collect();
+            f.write_at(at as u64, &bytes).unwrap();
+            model[at..at + len].copy_from_slice(&bytes);
+            at += len + i % 7;
+            if i % 3 == 0 {
+                syncer.sync_data().unwrap();
+            }
+        }
+        drop(f);
+        assert_eq!(std::fs::read(&path).unwrap(), model);
     }
 
     #[test]
