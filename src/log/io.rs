@@ -332,12 +332,13 @@ impl OsFile {
 
     /// The size of the zero writes of the next [`OsFile::make_ready`]: [`READY_AHEAD`], one
     /// write, unless the file was synced [`SYNCED_OFTEN`] times since the last one; then a page
-    /// ([`READY_SMALL`]). A write puts its bytes in page-cache folios as large as the write (ext4
-    /// since Linux 6.x), and an fdatasync writes whole dirty folios: records appended into a
-    /// folio of 64 KiB make every fdatasync write the 64 KiB, where a page each writes the 4 KiB
-    /// (or 8) the records since the last one dirtied: less time per `sync` append at 1 and 4
-    /// threads (`session_sync`; README, "Issue 14 targets", ³). Appends that are
-    /// not synced keep the one write per 64 KiB (sixteen cost them about 20% more per event).
+    /// ([`READY_SMALL`]). A write puts its bytes in page-cache folios as large as the write
+    /// (ext4 with large folios, as on Linux 6.18), and an fdatasync writes whole dirty folios:
+    /// records appended into a folio of 64 KiB make every fdatasync write the 64 KiB, where a
+    /// page each writes the 4 KiB (or 8) the records since the last one dirtied: less time per
+    /// `sync` append at 1 and 4 threads (`session_sync`; README, "Issue 14 targets", ³).
+    /// Appends that are not synced keep the one write per 64 KiB (sixteen cost them about 20%
+    /// more per event).
     fn ready_chunk(&mut self) -> u64 {
         let syncs = self.syncs.load(Ordering::Relaxed);
         let often = syncs.wrapping_sub(self.syncs_seen) >= SYNCED_OFTEN;
