@@ -189,12 +189,12 @@ impl Storage for OsStorage {
 /// How far ahead of a write [`OsFile`] brings new pages into the page cache.
 const READY_AHEAD: u64 = 64 << 10;
 
-/// The size of the zero writes that ready pages of a file synced often ([`OsFile::ready_chunk`]):
-/// a page.
+/// The size of the zero writes that ready pages of a file synced often ([`ready_writes`]): a
+/// page.
 const READY_SMALL: u64 = 4 << 10;
 
-/// Fdatasyncs since the last readying from which [`OsFile::make_ready`] readies pages one at a
-/// time.
+/// Fdatasyncs since the last readying from which [`OsFile::make_ready`] readies the pages past
+/// a write one at a time.
 const SYNCED_OFTEN: u64 = 2;
 
 /// Zeros for [`OsFile::make_ready`] (static: no allocation; reading it touches only the shared
@@ -238,6 +238,36 @@ mod libc_codes {
     pub const ENOSYS: i32 = 38;
     pub const EINVAL: i32 = 22;
     pub const ELOOP: i32 = 40;
+}
+
+/// The zero writes (offset, length) that ready `from..to`: one per [`READY_AHEAD`] bytes, and
+/// one per page ([`READY_SMALL`]) from the page that holds `pages_from` on.
+///
+/// A write puts its bytes in page-cache folios as large as the write (ext4 with large folios,
+/// as on Linux 6.18), and an fdatasync writes whole dirty folios. Records appended into a 64 KiB
+/// folio make every fdatasync write the 64 KiB; in folios of a page, an fdatasync writes the
+/// 4 KiB (or 8) the records since the last one dirtied. So a file synced often
+/// ([`OsFile::synced_often`]) has the pages past the write that readies them written a page at
+/// a time: less time per `sync` append at 1 and 4 threads (`session_sync`; README, "Issue 14
+/// targets", ³). The pages the write itself fills are dirty anyway and stay in large writes
+/// (a large event costs no more writes than before), as does every page of a file that is not
+/// synced often (sixteen writes per 64 KiB cost its appends about 20% per event).
+fn ready_writes(from: u64, to: u64, pages_from: u64) -> impl Iterator<Item = (u64, usize)> {
+    let pages_from = pages_from & !(READY_SMALL - 1);
+    let mut at = from;
+    std::iter::from_fn(move || {
+        if at >= to {
+            return None;
+        }
+        let n = if at >= pages_from {
+            (READY_SMALL - at % READY_SMALL).min(to - at)
+        } else {
+            READY_AHEAD.min(to - at).min(pages_from - at)
+        };
+        let write = (at, n as usize);
+        at += n;
+        Some(write)
+    })
 }
 
 /// Adds `start..end` to a sorted list of disjoint ranges, merging what touches it.
@@ -330,31 +360,21 @@ impl OsFile {
             .map(|&(_, e)| e)
     }
 
-    /// The size of the zero writes of the next [`OsFile::make_ready`]: [`READY_AHEAD`], one
-    /// write, unless the file was synced [`SYNCED_OFTEN`] times since the last one; then a page
-    /// ([`READY_SMALL`]). A write puts its bytes in page-cache folios as large as the write
-    /// (ext4 with large folios, as on Linux 6.18), and an fdatasync writes whole dirty folios:
-    /// records appended into a folio of 64 KiB make every fdatasync write the 64 KiB, where a
-    /// page each writes the 4 KiB (or 8) the records since the last one dirtied: less time per
-    /// `sync` append at 1 and 4 threads (`session_sync`; README, "Issue 14 targets", ³).
-    /// Appends that are not synced keep the one write per 64 KiB (sixteen cost them about 20%
-    /// more per event).
-    fn ready_chunk(&mut self) -> u64 {
+    /// Whether the file was synced [`SYNCED_OFTEN`] times since the last time this was asked
+    /// (at each [`OsFile::make_ready`]): then the pages past a write are readied one at a time
+    /// ([`ready_writes`]).
+    fn synced_often(&mut self) -> bool {
         let syncs = self.syncs.load(Ordering::Relaxed);
         let often = syncs.wrapping_sub(self.syncs_seen) >= SYNCED_OFTEN;
         self.syncs_seen = syncs;
-        if often {
-            READY_SMALL
-        } else {
-            READY_AHEAD
-        }
+        often
     }
 
     /// Brings the reserved, never written pages from `ready` up to `end` (and a little more) into
     /// the page cache, mapped writable, before a write there. Letting the write fault them in one
     /// at a time costs about 3.4 µs per 4 KiB page on ext4 (the read path of an unwritten
     /// extent: readahead, zeroing, then `page_mkwrite`), `MADV_POPULATE_WRITE` alone about 2.6 µs;
-    /// writing zeros there with `pwrite` first (one, or one per page: [`OsFile::ready_chunk`])
+    /// writing zeros there with `pwrite` first (one per 64 KiB, or per page: [`ready_writes`])
     /// puts the pages in the cache through the write path, and then mapping them costs about
     /// 1.1 µs per page in all. Done a little at a time
     /// ([`READY_AHEAD`]), not for the whole preallocated range: the zeros are dirty pages, and
@@ -378,14 +398,11 @@ impl OsFile {
             return;
         }
         self.ready = to;
-        let chunk = self.ready_chunk();
-        let mut at = from;
-        while at < to {
-            let n = (to - at).min(chunk) as usize;
+        let pages_from = if self.synced_often() { end } else { u64::MAX };
+        for (at, n) in ready_writes(from, to, pages_from) {
             if self.file.write_all_at(&ZEROS[..n], at).is_err() {
                 return;
             }
-            at += n as u64;
         }
         if let Some(map) = &self.map {
             let _ = map.advise_range(
@@ -639,8 +656,8 @@ mod tests {
         assert_eq!(b[100], b'z');
     }
 
-    /// A file synced often has its pages readied one at a time (a write per page), one that is
-    /// not in one write per 64 KiB; the file's syncer counts the fdatasyncs that decide it.
+    /// A file synced often has the pages past a write readied one at a time, one that is not
+    /// in one write per 64 KiB; the file's syncer counts the fdatasyncs that decide it.
     #[test]
     fn a_file_synced_often_readies_a_page_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
@@ -649,13 +666,46 @@ mod tests {
         let map = mmap::map_write(&file, 1 << 20).unwrap();
         let mut f = OsFile::new(file, map, 0);
         let syncer = f.syncer();
-        assert_eq!(f.ready_chunk(), READY_AHEAD);
+        assert!(!f.synced_often());
         syncer.sync_data().unwrap();
-        assert_eq!(f.ready_chunk(), READY_AHEAD, "one fdatasync is not often");
+        assert!(!f.synced_often(), "one fdatasync is not often");
         syncer.sync_data().unwrap();
         syncer.sync_data().unwrap();
-        assert_eq!(f.ready_chunk(), READY_SMALL);
-        assert_eq!(f.ready_chunk(), READY_AHEAD, "no fdatasync since the last");
+        assert!(f.synced_often());
+        assert!(!f.synced_often(), "no fdatasync since the last");
+    }
+
+    /// The zero writes cover the range exactly, in 64 KiB up to the page that holds
+    /// `pages_from` and a page each from there: a large write readied when synced often takes
+    /// no more writes than before, plus the pages past it.
+    #[test]
+    fn ready_writes_cover_the_range_in_large_then_page_writes() {
+        let covers = |from: u64, to: u64, pages_from: u64| {
+            let w: Vec<_> = ready_writes(from, to, pages_from).collect();
+            let mut at = from;
+            for &(o, n) in &w {
+                assert_eq!(o, at, "contiguous");
+                assert!(n > 0);
+                at += n as u64;
+            }
+            assert_eq!(at, to.max(from), "the whole range");
+            w
+        };
+        // Not synced often: one write per 64 KiB.
+        assert_eq!(covers(0, (200 << 10) + 100, u64::MAX).len(), 4);
+        // Synced often, a small record: every page past it its own write.
+        let w = covers(4096 + 100, 4096 + 100 + READY_AHEAD, 4096 + 300);
+        assert_eq!(w[0], (4196, 4096 - 100));
+        assert!(w[1..].iter().all(|&(o, n)| o % 4096 == 0 && n <= 4096));
+        assert_eq!(w.len(), 17);
+        // Synced often, a 1 MiB record: 16 large writes for it, then pages.
+        let w = covers(0, (1 << 20) + READY_AHEAD, 1 << 20);
+        assert_eq!(
+            w.iter().filter(|&&(_, n)| n as u64 == READY_AHEAD).count(),
+            16
+        );
+        assert_eq!(w.len(), 16 + 16);
+        assert!(covers(10, 10, 0).is_empty());
     }
 
     /// Writes between fdatasyncs, readied a page at a time once syncs come often, read back as
