@@ -1,0 +1,797 @@
+//! The [`Builder`]: the events of one imported session, built from source lines by the format
+//! modules (`codex`, `claude_code`), keeping the lifecycle rules of docs/events.md §6 and closing
+//! what the source leaves open as docs/events.md §7 does.
+
+use crate::event::{
+    parse_json, parse_tool_content, AssistantContent, AssistantMessage, Block, CompactEnd,
+    CompactStart, CompactSummary, Draft, ErrorEvent, ErrorInfo, Event, EventData, Map, Opt,
+    ReasonKind, StepEnd, StepStart, SurfaceOp, SystemMessage, ToolCall, ToolContent, ToolMessage,
+    ToolResult, TurnEnd, TurnEndReason, TurnStart, UnknownEvent, UserMessage, Value,
+};
+use crate::session::Session;
+
+use super::{js, SrcLine, Summary, HEX, LINE_EVENT, SOURCE_MEMBER};
+
+/// A tool call left open, waiting for its result.
+struct OpenCall {
+    id: String,
+    name: String,
+}
+
+/// Builds the events of one session from source lines, keeping the lifecycle rules.
+pub(crate) struct Builder<'s> {
+    summary: &'s mut Summary,
+    file: String,
+    /// Drafts built, not appended yet.
+    pub out: Vec<Draft>,
+    /// The seq the next draft will get.
+    next_seq: u64,
+    /// Raw source lines to attach to the next event.
+    carry: Vec<(u64, Value)>,
+    /// The current line (for warnings).
+    pub line: u64,
+    /// Time of the current line (ms), never earlier than the last.
+    pub time: i64,
+    last_turn: Option<u64>,
+    turn_open: bool,
+    step: u64,
+    step_open: bool,
+    calls: Vec<OpenCall>,
+    /// The current surface nodes this run produced (seqs, in surface order): a compaction
+    /// replaces them all, a Claude Code rewind those after its branch point.
+    nodes: Vec<u64>,
+    compaction_open: Option<(u64, u64)>,
+    /// False for a session built from lines another session keeps (inline sidechains).
+    pub keep_raw: bool,
+    /// Indices (in the lines given) of inline sidechain lines met, for their own session.
+    pub sidechain_lines: Vec<usize>,
+    /// Leave the open turn open at the end ([`Options::keep_open`]).
+    pub keep_open: bool,
+    /// The format builder's own state saved by the previous run (`resume` of the import state).
+    pub resume_in: Option<Value>,
+    /// The format builder's state to save for the next run.
+    pub resume_out: Option<Value>,
+}
+
+impl<'s> Builder<'s> {
+    /// A builder continuing `session` (its turn numbers go on from the log's).
+    pub fn new(summary: &'s mut Summary, file: String, session: &Session) -> Builder<'s> {
+        let lifecycle = session.lifecycle();
+        let last_turn = lifecycle.last_turn();
+        // What an earlier run left open (kept open for a file still being written) goes on.
+        let work = lifecycle.open_work();
+        let calls = work
+            .unanswered_calls
+            .iter()
+            .map(|c| OpenCall {
+                id: c.call_id.clone(),
+                name: c.name.clone(),
+            })
+            .collect();
+        let step = lifecycle.next_step().map_or(0, |n| n.saturating_sub(1));
+        Builder {
+            summary,
+            file,
+            out: Vec::new(),
+            next_seq: session.len(),
+            carry: Vec::new(),
+            line: 0,
+            time: session.last_event_time().unwrap_or(0),
+            last_turn,
+            turn_open: work.turn.is_some(),
+            step,
+            step_open: work.step.is_some(),
+            calls,
+            nodes: Vec::new(),
+            compaction_open: None,
+            keep_raw: true,
+            sidechain_lines: Vec::new(),
+            keep_open: false,
+            resume_in: None,
+            resume_out: None,
+        }
+    }
+
+    /// A builder of a new session (no events yet).
+    pub fn fresh(summary: &'s mut Summary, file: String) -> Builder<'s> {
+        Builder {
+            summary,
+            file,
+            out: Vec::new(),
+            next_seq: 0,
+            carry: Vec::new(),
+            line: 0,
+            time: 0,
+            last_turn: None,
+            turn_open: false,
+            step: 0,
+            step_open: false,
+            calls: Vec::new(),
+            nodes: Vec::new(),
+            compaction_open: None,
+            keep_raw: true,
+            sidechain_lines: Vec::new(),
+            keep_open: false,
+            resume_in: None,
+            resume_out: None,
+        }
+    }
+
+    /// Records a warning about the current line.
+    pub fn warn(&mut self, what: impl std::fmt::Display) {
+        let w = format!("{}:{}: {what}", self.file, self.line + 1);
+        self.summary.warnings.push(w);
+    }
+
+    /// Starts a source line: its raw text goes onto the next event.
+    pub fn begin_line(&mut self, line: &SrcLine<'_>, time: Option<i64>) {
+        self.line = line.n;
+        if let Some(t) = time {
+            self.time = self.time.max(t);
+        }
+        if !self.keep_raw {
+            return;
+        }
+        self.summary.lines += 1;
+        let mut entry = Map::new();
+        let _ = entry.push("line", line.n.into());
+        let _ = match std::str::from_utf8(line.bytes) {
+            Ok(text) => entry.push("raw", text.into()),
+            Err(_) => {
+                let mut hex = String::with_capacity(line.bytes.len() * 2);
+                for b in line.bytes {
+                    hex.push(char::from(HEX[usize::from(b >> 4)]));
+                    hex.push(char::from(HEX[usize::from(b & 15)]));
+                }
+                entry.push("rawHex", hex.into())
+            }
+        };
+        self.carry.push((line.n, Value::Object(entry)));
+    }
+
+    /// Keeps a line that is not JSON as an `import/line` event of its own, with a warning.
+    pub fn unparsed_line(&mut self, line: &SrcLine<'_>) {
+        self.begin_line(line, None);
+        self.warn("not a JSON line: kept as an import/line");
+        self.end_line("unparsed");
+    }
+
+    /// Ends a source line: when it produced no event, it becomes an `import/line` event of
+    /// `kind`.
+    pub fn end_line(&mut self, kind: &str) {
+        if self.carry.is_empty() {
+            return;
+        }
+        match self.summary.unmapped.get_mut(kind) {
+            Some(n) => *n += 1,
+            None => {
+                self.summary.unmapped.insert(kind.to_owned(), 1);
+            }
+        }
+        // Built as the event it is: the JSON of `{"kind":…}` need not be written and parsed.
+        let mut data = Map::new();
+        let _ = data.push("kind", kind.into());
+        let event = Event {
+            seq: 0,
+            time: 0,
+            data: EventData::Unknown(UnknownEvent {
+                type_name: LINE_EVENT.to_owned(),
+                data,
+            }),
+            surface_op: None,
+            source_event_seqs: None,
+            extra: Map::new(),
+        };
+        self.push_event(LINE_EVENT, event);
+    }
+
+    /// Appends a built event with the raw lines waiting; returns its seq.
+    fn push_event(&mut self, ty: &str, mut event: Event) -> u64 {
+        let seq = self.next_seq;
+        if !self.carry.is_empty() {
+            let lines = self.carry.drain(..).map(|(_, v)| v).collect();
+            let _ = event.extra.push(SOURCE_MEMBER, Value::Array(lines));
+        }
+        event.seq = seq;
+        event.time = self.time;
+        self.out.push(Draft {
+            event,
+            seq: Some(seq),
+            time: Some(self.time),
+        });
+        self.next_seq += 1;
+        match self.summary.events.get_mut(ty) {
+            Some(n) => *n += 1,
+            None => {
+                self.summary.events.insert(ty.to_owned(), 1);
+            }
+        }
+        seq
+    }
+
+    /// Takes the raw lines waiting (to hold them for an event built later).
+    pub fn take_carry(&mut self) -> Vec<(u64, Value)> {
+        std::mem::take(&mut self.carry)
+    }
+
+    /// Puts held raw lines back, to go onto the next event.
+    pub fn give_carry(&mut self, mut held: Vec<(u64, Value)>) {
+        held.append(&mut self.carry);
+        self.carry = held;
+    }
+
+    /// Appends one event built as the typed payload it is (no JSON written and parsed again),
+    /// with the raw lines waiting; returns its seq.
+    fn emit(&mut self, data: EventData, surface: Option<SurfaceOp>) -> u64 {
+        let ty = data
+            .event_type()
+            .map_or(LINE_EVENT, crate::event::EventType::as_str);
+        let event = Event {
+            seq: 0,
+            time: 0,
+            data,
+            surface_op: surface,
+            source_event_seqs: None,
+            extra: Map::new(),
+        };
+        self.push_event(ty, event)
+    }
+
+    /// The content blocks of a message, each given as its JSON (the format mappings write them
+    /// from the source's parsed line): decoded once, with the checks of any event's blocks.
+    /// `None` (and a warning) when this crate refuses them: a bug of a mapping, never a panic.
+    fn blocks(&mut self, ty: &str, blocks: &[String]) -> Option<Vec<Block>> {
+        if blocks.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut text = String::with_capacity(2 + blocks.iter().map(|b| b.len() + 1).sum::<usize>());
+        text.push('[');
+        for (i, b) in blocks.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(b);
+        }
+        text.push(']');
+        match parse_tool_content(&text) {
+            Ok(ToolContent::Blocks(blocks)) => Some(blocks),
+            Ok(ToolContent::Text(_)) => {
+                self.internal(ty, &"its content is not a block array");
+                None
+            }
+            Err(e) => {
+                self.internal(ty, &e);
+                None
+            }
+        }
+    }
+
+    /// A JSON text a mapping wrote (an envelope, a request, a tool result's meta), as its value.
+    fn value(&mut self, ty: &str, text: &str) -> Option<Value> {
+        match parse_json(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.internal(ty, &e);
+                None
+            }
+        }
+    }
+
+    /// An optional member from a JSON text: `null` is [`Opt::Null`], as the JSONL codec reads it.
+    fn opt_value(&mut self, ty: &str, text: Option<&str>) -> Option<Opt<Value>> {
+        match text {
+            None => Some(Opt::Absent),
+            Some(t) => match self.value(ty, t)? {
+                Value::Null => Some(Opt::Null),
+                v => Some(Opt::Present(v)),
+            },
+        }
+    }
+
+    /// Reports an event this crate refused to build.
+    fn internal(&mut self, ty: &str, e: &dyn std::fmt::Display) {
+        self.warn(format!(
+            "internal: an event of type {ty} could not be built: {e}"
+        ));
+    }
+
+    /// Emits a surface event and tracks the surface (for compactions).
+    fn emit_surface(&mut self, data: EventData, surface: Option<SurfaceOp>) -> u64 {
+        let seq = self.emit(data, surface);
+        self.nodes.push(seq);
+        seq
+    }
+
+    /// The last current surface node (of this run), if any: where a later line that branches
+    /// from the current line goes back to.
+    pub fn surface_mark(&self) -> Option<u64> {
+        self.nodes.last().copied()
+    }
+
+    /// True when surface nodes were added after `mark` (a [`Builder::surface_mark`]; `None`:
+    /// before the first node of this run) and are still current, so a message continuing from
+    /// `mark` leaves a branch behind.
+    pub fn has_nodes_after(&self, mark: Option<u64>) -> bool {
+        self.nodes
+            .last()
+            .is_some_and(|&last| mark.is_none_or(|m| last > m))
+    }
+
+    /// A user message that continues the thread from `mark` (a rewind: the source went back to
+    /// an earlier message): the surface nodes after `mark` (the abandoned branch) are replaced
+    /// by this message, so they leave the model-visible history while their events (and source
+    /// lines) stay in the log. A plain user message when nothing is after `mark`, or while a
+    /// compaction is open (its range must stay current). Returns the number of nodes replaced.
+    pub fn user_after(&mut self, blocks: &[String], envelope: &str, mark: Option<u64>) -> usize {
+        let from = self
+            .nodes
+            .iter()
+            .position(|&n| mark.is_none_or(|m| n > m))
+            .unwrap_or(self.nodes.len());
+        let (Some(&a), Some(&b), None) = (
+            self.nodes.get(from),
+            self.nodes.last(),
+            self.compaction_open,
+        ) else {
+            self.user(blocks, envelope);
+            return 0;
+        };
+        let Some(data) = self.user_data(blocks, envelope) else {
+            return 0;
+        };
+        let seq = self.emit(data, Some(replace(a, b)));
+        let replaced = self.nodes.len() - from;
+        self.nodes.truncate(from);
+        self.nodes.push(seq);
+        replaced
+    }
+
+    /// The turn open, if any.
+    pub fn turn(&self) -> Option<u64> {
+        self.turn_open.then_some(self.last_turn.unwrap_or(1))
+    }
+
+    /// True while a step is open.
+    pub fn step_is_open(&self) -> bool {
+        self.step_open
+    }
+
+    /// Starts a turn (ending the open one as interrupted first).
+    pub fn start_turn(&mut self) {
+        if self.turn_open {
+            self.end_turn("interrupted", None);
+        }
+        let turn = self.last_turn.map_or(1, |t| t + 1);
+        self.last_turn = Some(turn);
+        self.turn_open = true;
+        self.step = 0;
+        self.emit(
+            EventData::TurnStart(TurnStart {
+                turn,
+                extra: Map::new(),
+            }),
+            None,
+        );
+    }
+
+    /// Opens a turn unless one is open.
+    pub fn ensure_turn(&mut self) {
+        if !self.turn_open {
+            self.start_turn();
+        }
+    }
+
+    /// Starts a step (ending the open one first); `request` is the model call's settings.
+    pub fn start_step(&mut self, request: Option<&str>) {
+        self.ensure_turn();
+        self.end_step();
+        self.step += 1;
+        self.step_open = true;
+        let turn = self.last_turn.unwrap_or(1);
+        let step = self.step;
+        let request = match request.map(|r| self.value("step/start", r)) {
+            None => Opt::Absent,
+            Some(Some(Value::Object(m))) => Opt::Present(m),
+            Some(Some(Value::Null)) => Opt::Null,
+            // Never written by the mappings (their requests are objects); not lost either.
+            Some(Some(_)) | Some(None) => Opt::Absent,
+        };
+        self.emit(
+            EventData::StepStart(StepStart {
+                turn,
+                step,
+                request,
+                extra: Map::new(),
+            }),
+            None,
+        );
+    }
+
+    /// Opens a step unless one is open.
+    pub fn ensure_step(&mut self) {
+        if !self.step_open {
+            self.start_step(None);
+        }
+    }
+
+    /// Ends the open step, if any.
+    pub fn end_step(&mut self) {
+        if self.step_open {
+            self.step_open = false;
+            let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+            self.emit(
+                EventData::StepEnd(StepEnd {
+                    turn,
+                    step,
+                    extra: Map::new(),
+                }),
+                None,
+            );
+        }
+    }
+
+    /// Ends the open turn with reason `kind` (and an error message), answering its unanswered
+    /// calls with `TOOL_OUTCOME_UNKNOWN` first (reported).
+    pub fn end_turn(&mut self, kind: &str, error: Option<&str>) {
+        if !self.turn_open {
+            return;
+        }
+        if !self.calls.is_empty() {
+            self.ensure_step();
+            let calls = std::mem::take(&mut self.calls);
+            for call in calls {
+                self.warn(format!(
+                    "tool call {} ({}) has no result: answered with TOOL_OUTCOME_UNKNOWN",
+                    call.id, call.name
+                ));
+                let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+                let data = ToolResult {
+                    turn,
+                    step,
+                    message: ToolMessage {
+                        tool_name: call.name,
+                        content: ToolContent::Text(
+                            "The source ended this turn before the tool reported a result; \
+                             its outcome is unknown."
+                                .to_owned(),
+                        ),
+                        is_error: true,
+                        extra: Map::new(),
+                    },
+                    call_id: Opt::Present(call.id),
+                    error: Opt::Present(ErrorInfo {
+                        code: Opt::Present("TOOL_OUTCOME_UNKNOWN".to_owned()),
+                        message: Opt::Present(
+                            "the source recorded no result for this call".to_owned(),
+                        ),
+                        extra: Map::new(),
+                    }),
+                    meta: Opt::Absent,
+                    extra: Map::new(),
+                };
+                self.emit_surface(EventData::ToolResult(data), None);
+            }
+        }
+        self.end_step();
+        let turn = self.last_turn.unwrap_or(1);
+        self.turn_open = false;
+        let Some(kind) = ReasonKind::from_name(kind) else {
+            self.internal("turn/end", &format!("no turn end reason {kind:?}"));
+            return;
+        };
+        let error = match error {
+            Some(e) => Opt::Present(ErrorInfo {
+                code: Opt::Absent,
+                message: Opt::Present(e.to_owned()),
+                extra: Map::new(),
+            }),
+            None => Opt::Absent,
+        };
+        self.emit(
+            EventData::TurnEnd(TurnEnd {
+                turn,
+                reason: TurnEndReason {
+                    kind,
+                    error,
+                    extra: Map::new(),
+                },
+                extra: Map::new(),
+            }),
+            None,
+        );
+    }
+
+    /// How a new prompt ends the open turn: `completed`, or `interrupted` when calls are
+    /// unanswered (the user typed while tools ran).
+    pub fn next_prompt_ends_as(&self) -> &'static str {
+        if self.calls.is_empty() {
+            "completed"
+        } else {
+            "interrupted"
+        }
+    }
+
+    /// Unanswered calls of the open turn.
+    pub fn open_calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// An assistant message (its content blocks, JSON) and the tool calls it makes (id, name,
+    /// raw arguments), in the open step (one is opened when none is).
+    pub fn assistant(
+        &mut self,
+        blocks: &[String],
+        model: Option<&str>,
+        provider: &str,
+        usage: Option<&str>,
+        calls: &[(String, String, String)],
+    ) {
+        self.ensure_step();
+        let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+        let content = self.blocks("assistant/message", blocks);
+        let usage = match usage {
+            None => Some(Opt::Absent),
+            Some(u) => self
+                .value("assistant/message", u)
+                .and_then(|v| usage_of(&v))
+                .map(Opt::Present),
+        };
+        match (content, usage) {
+            (Some(content), Some(usage)) => {
+                let surface = !content.is_empty();
+                let data = EventData::AssistantMessage(AssistantMessage {
+                    turn,
+                    step,
+                    message: AssistantContent {
+                        content,
+                        provider: Opt::Present(provider.to_owned()),
+                        model: model.map_or(Opt::Absent, |m| Opt::Present(m.to_owned())),
+                        replay: Opt::Absent,
+                        extra: Map::new(),
+                    },
+                    usage,
+                    extra: Map::new(),
+                });
+                if surface {
+                    self.emit_surface(data, None);
+                } else {
+                    self.emit(data, None);
+                }
+            }
+            (_, None) => self.internal("assistant/message", &"its usage is not an object"),
+            (None, _) => {}
+        }
+        for (id, name, args) in calls {
+            self.emit(
+                EventData::ToolCall(ToolCall {
+                    turn,
+                    step,
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    arguments: args.clone(),
+                    extra: Map::new(),
+                }),
+                None,
+            );
+            self.calls.push(OpenCall {
+                id: id.clone(),
+                name: name.clone(),
+            });
+        }
+    }
+
+    /// A tool result for call `id` (content: JSON string or block array); false (and a warning)
+    /// when the open turn has no unanswered call of that id.
+    pub fn result(&mut self, id: &str, content: &str, is_error: bool, meta: Option<&str>) -> bool {
+        let Some(i) = self.calls.iter().position(|c| c.id == id) else {
+            self.warn(format!(
+                "tool result for call {id} answers no open call of this turn: kept as an import/line"
+            ));
+            return false;
+        };
+        let call = self.calls.remove(i);
+        self.ensure_step();
+        let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
+        let content = match parse_tool_content(content) {
+            Ok(c) => c,
+            Err(e) => {
+                self.internal("tool/result", &e);
+                return true;
+            }
+        };
+        let Some(meta) = self.opt_value("tool/result", meta) else {
+            return true;
+        };
+        let data = ToolResult {
+            turn,
+            step,
+            message: ToolMessage {
+                tool_name: call.name,
+                content,
+                is_error,
+                extra: Map::new(),
+            },
+            call_id: Opt::Present(id.to_owned()),
+            error: Opt::Absent,
+            meta,
+            extra: Map::new(),
+        };
+        self.emit_surface(EventData::ToolResult(data), None);
+        true
+    }
+
+    /// The payload of a user message (content blocks JSON, display envelope JSON).
+    fn user_data(&mut self, blocks: &[String], envelope: &str) -> Option<EventData> {
+        let content = self.blocks("user/message", blocks)?;
+        let envelope = self.opt_value("user/message", Some(envelope))?;
+        Some(EventData::UserMessage(UserMessage {
+            content,
+            envelope,
+            extra: Map::new(),
+        }))
+    }
+
+    /// A user message (content blocks JSON) with its display envelope.
+    pub fn user(&mut self, blocks: &[String], envelope: &str) {
+        if let Some(data) = self.user_data(blocks, envelope) {
+            self.emit_surface(data, None);
+        }
+    }
+
+    /// A system message (content blocks JSON); `origin` names where it came from.
+    pub fn system(&mut self, blocks: &[String], origin: &str) {
+        let Some(content) = self.blocks("system/message", blocks) else {
+            return;
+        };
+        let mut extra = Map::new();
+        let _ = extra.push("origin", origin.into());
+        self.emit_surface(
+            EventData::SystemMessage(SystemMessage { content, extra }),
+            None,
+        );
+    }
+
+    /// An `error` event in the open turn and step.
+    pub fn error(&mut self, message: &str) {
+        let (turn, step) = match (self.turn_open, self.step_open) {
+            (false, _) => (Opt::Absent, Opt::Absent),
+            (true, false) => (Opt::Present(self.last_turn.unwrap_or(1)), Opt::Absent),
+            (true, true) => (
+                Opt::Present(self.last_turn.unwrap_or(1)),
+                Opt::Present(self.step),
+            ),
+        };
+        self.emit(
+            EventData::Error(ErrorEvent {
+                message: message.to_owned(),
+                turn,
+                step,
+                stack: Opt::Absent,
+                extra: Map::new(),
+            }),
+            None,
+        );
+    }
+
+    /// Opens a compaction of the whole current surface (none when the surface is empty).
+    pub fn compact_start(&mut self) {
+        if self.compaction_open.is_some() {
+            return;
+        }
+        if let (Some(&a), Some(&b)) = (self.nodes.first(), self.nodes.last()) {
+            self.compaction_open = Some((a, b));
+            self.emit(
+                EventData::CompactStart(CompactStart {
+                    start_seq: a,
+                    end_seq: b,
+                    extra: Map::new(),
+                }),
+                None,
+            );
+        }
+    }
+
+    /// Completes a compaction with `summary`: `compact/summary`, the summary as a user message
+    /// replacing the compacted surface, `compact/end`. Without a surface to replace, the summary
+    /// is a plain user message.
+    pub fn compact_summary(&mut self, summary: &str, envelope: &str) {
+        if self.compaction_open.is_none() {
+            self.compact_start();
+        }
+        let Some((a, b)) = self.compaction_open.take() else {
+            self.user(&[text_block(summary)], envelope);
+            return;
+        };
+        self.emit(
+            EventData::CompactSummary(CompactSummary {
+                start_seq: a,
+                end_seq: b,
+                summary: summary.to_owned(),
+                usage: Opt::Absent,
+                extra: Map::new(),
+            }),
+            None,
+        );
+        if let Some(data) = self.user_data(&[text_block(summary)], envelope) {
+            let seq = self.emit(data, Some(replace(a, b)));
+            self.nodes.clear();
+            self.nodes.push(seq);
+        }
+        self.compact_end(true);
+    }
+
+    /// `compact/end` with `ok`.
+    fn compact_end(&mut self, ok: bool) {
+        self.emit(
+            EventData::CompactEnd(CompactEnd {
+                ok,
+                extra: Map::new(),
+            }),
+            None,
+        );
+    }
+
+    /// True while a turn is open (after [`Builder::finish`]: one left open for the next run).
+    pub fn turn_is_open(&self) -> bool {
+        self.turn_open
+    }
+
+    /// Ends the source: the open turn is closed (`completed` when nothing is left unanswered and
+    /// `clean`, else `interrupted`, reported), an open compaction ended with `ok:false`.
+    /// With [`Builder::keep_open`] the open turn stays open (a later run continues it).
+    pub fn finish(&mut self, clean: bool) {
+        if self.turn_open && !self.keep_open {
+            if clean && self.calls.is_empty() {
+                self.end_turn("completed", None);
+            } else {
+                self.warn("the source ends inside a turn: closed as interrupted");
+                self.end_turn("interrupted", None);
+            }
+        }
+        if self.compaction_open.take().is_some() {
+            self.compact_end(false);
+        }
+        if !self.carry.is_empty() {
+            self.end_line("held");
+        }
+    }
+}
+
+/// A `replace` surface op of the nodes of events `a` through `b`.
+fn replace(a: u64, b: u64) -> SurfaceOp {
+    SurfaceOp::Replace {
+        start_seq: a,
+        end_seq: b,
+        extra: Map::new(),
+    }
+}
+
+/// The typed usage of a usage object the mappings wrote (`inputTokens`, `outputTokens`,
+/// `cacheReadTokens`, `cacheWriteTokens`, `reasoningTokens`; any other member kept in `extra`).
+fn usage_of(v: &Value) -> Option<crate::event::Usage> {
+    let Value::Object(m) = v else { return None };
+    let mut usage = crate::event::Usage {
+        input_tokens: m.get("inputTokens")?.as_u64()?,
+        output_tokens: m.get("outputTokens")?.as_u64()?,
+        ..Default::default()
+    };
+    for (k, v) in m.iter() {
+        let slot = match k {
+            "inputTokens" | "outputTokens" => continue,
+            "cacheReadTokens" => &mut usage.cache_read_tokens,
+            "cacheWriteTokens" => &mut usage.cache_write_tokens,
+            "reasoningTokens" => &mut usage.reasoning_tokens,
+            _ => {
+                let _ = usage.extra.push(k, v.clone());
+                continue;
+            }
+        };
+        *slot = Opt::Present(v.as_u64()?);
+    }
+    Some(usage)
+}
+
+/// A text content block.
+pub(crate) fn text_block(text: &str) -> String {
+    format!("{{\"type\":\"text\",\"text\":{}}}", js(text))
+}
