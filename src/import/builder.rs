@@ -51,6 +51,10 @@ pub(crate) struct Builder<'s> {
     pub resume_in: Option<Value>,
     /// The format builder's state to save for the next run.
     pub resume_out: Option<Value>,
+    /// With `keep_open`: the index (in the lines given) of the first line of a response the
+    /// lines end inside (its last lines, or the line that shows it finished, may still come).
+    /// The import holds the lines from there back for the next run (`build_holding`).
+    pub hold_from: Option<usize>,
 }
 
 impl<'s> Builder<'s> {
@@ -89,6 +93,7 @@ impl<'s> Builder<'s> {
             keep_open: false,
             resume_in: None,
             resume_out: None,
+            hold_from: None,
         }
     }
 
@@ -114,6 +119,7 @@ impl<'s> Builder<'s> {
             keep_open: false,
             resume_in: None,
             resume_out: None,
+            hold_from: None,
         }
     }
 

@@ -66,9 +66,14 @@ pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
     None
 }
 
+/// How many `uuid`s of "Warmup" lines the import state keeps for the next run.
+const WARMUP_KEPT: usize = 16;
+
 /// One API response being assembled from its lines.
 struct Pending {
     id: String,
+    /// The index of its first line (in the lines given to [`build`]).
+    from: usize,
     blocks: Vec<String>,
     calls: Vec<(String, String, String)>,
     held: Vec<(u64, crate::event::Value)>,
@@ -88,6 +93,11 @@ struct State {
     /// `uuid`s of lines met while a response was being assembled: their mark is taken when the
     /// response is written.
     unresolved: Vec<String>,
+    /// The index of the line being built.
+    line: usize,
+    /// In a main file: the `message.id` and first line index of the subagent response the
+    /// inline sidechain lines are inside (the sidechains session's build has it pending).
+    side_pending: Option<(String, usize)>,
 }
 
 fn usage_of(u: &Value) -> Option<String> {
@@ -130,9 +140,24 @@ pub(crate) fn build(
             .map(str::to_owned),
         marks: std::collections::HashMap::new(),
         unresolved: Vec::new(),
+        line: 0,
+        side_pending: None,
     };
-    let mut warmup: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // The "Warmup" lines met (their `uuid`s, in order), the last ones of an earlier run too: a
+    // Warmup answer may come in the run after its prompt.
+    let mut warmup: Vec<String> = b
+        .resume_in
+        .as_ref()
+        .and_then(|r| get(r, "warmup"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     for (i, line) in lines.iter().enumerate() {
+        st.line = i;
         let Some(v) = &line.value else {
             b.unparsed_line(line);
             continue;
@@ -145,19 +170,39 @@ pub(crate) fn build(
             // Subagent traffic inside the main file: not the parent's conversation (its own
             // session is built from these lines afterwards).
             // "Warmup" sidechains (2.0.2x) are noise: kept, never a session.
-            let parent_warm = get_str(v, "parentUuid").is_some_and(|p| warmup.contains(p));
+            let parent_warm =
+                get_str(v, "parentUuid").is_some_and(|p| warmup.iter().any(|u| u == p));
             let content = get(v, "message").and_then(|m| get(m, "content"));
             let is_warmup = parent_warm
                 || (ty == "user" && content.and_then(first_text).map(str::trim) == Some("Warmup"));
             if is_warmup {
                 if let Some(u) = get_str(v, "uuid") {
-                    warmup.insert(u.to_owned());
+                    warmup.push(u.to_owned());
                 }
                 b.end_line("sidechain/warmup");
                 continue;
             }
             b.sidechain_lines.push(i);
             b.end_line(&format!("sidechain/{ty}"));
+            // As the sidechains session's build will see these lines: a response goes on
+            // until a line of another one, a user line or a turn's end.
+            let sub = get_str(v, "subtype");
+            match ty {
+                "assistant" => {
+                    let id = get(v, "message")
+                        .and_then(|m| get_str(m, "id"))
+                        .or_else(|| get_str(v, "uuid"))
+                        .unwrap_or("");
+                    if st.side_pending.as_ref().is_none_or(|(p, _)| p != id) {
+                        st.side_pending = Some((id.to_owned(), i));
+                    }
+                }
+                "user" => st.side_pending = None,
+                "system" if matches!(sub, Some("compact_boundary" | "turn_duration")) => {
+                    st.side_pending = None;
+                }
+                _ => {}
+            }
             continue;
         }
         match ty {
@@ -166,10 +211,12 @@ pub(crate) fn build(
                 flush(b, &mut st);
                 // Where the thread continues from: the mark of the line `parentUuid` names
                 // (unknown: a root, or a line of an earlier run or of another file).
-                // `null` with messages before: a new root (the first prompt was edited).
+                // `null` with messages before: a new root (the first prompt was edited); in
+                // subagent traffic, the next subagent's prompt (subagents run one after
+                // another, each its own thread: nothing is abandoned).
                 let back = match get(v, "parentUuid") {
                     Some(Value::String(p)) => st.marks.get(p.as_str()).copied(),
-                    Some(Value::Null) => Some(None),
+                    Some(Value::Null) if !agent_file => Some(None),
                     _ => None,
                 };
                 user(b, v, back);
@@ -217,11 +264,27 @@ pub(crate) fn build(
             }
         }
     }
+    if b.keep_open {
+        // The response the lines end inside may go on (its next block, its usage).
+        let main = st.pending.as_ref().map(|p| p.from);
+        let side = st.side_pending.as_ref().map(|p| p.1);
+        b.hold_from = main.into_iter().chain(side).min();
+    }
     flush(b, &mut st);
     b.finish(true);
+    let mut m = crate::event::Map::new();
     if let Some(id) = st.last_id {
-        let mut m = crate::event::Map::new();
         let _ = m.push("lastMessageId", id.into());
+    }
+    if !warmup.is_empty() {
+        // A Warmup exchange is a prompt and an answer or two: the last few lines are enough.
+        let keep = &warmup[warmup.len().saturating_sub(WARMUP_KEPT)..];
+        let _ = m.push(
+            "warmup",
+            Value::Array(keep.iter().map(|u| u.as_str().into()).collect()),
+        );
+    }
+    if !m.is_empty() {
         b.resume_out = Some(Value::Object(m));
     }
     Ok(())
@@ -240,8 +303,10 @@ fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
     if st.pending.as_ref().is_some_and(|p| p.id != id) {
         flush(b, st);
     }
+    let from = st.line;
     let p = st.pending.get_or_insert_with(|| Pending {
         id: id.clone(),
+        from,
         blocks: Vec::new(),
         calls: Vec::new(),
         held: Vec::new(),

@@ -83,6 +83,8 @@ struct Pending {
     items: usize,
     /// The time of the first item (the message is written when the step's output is complete).
     time: i64,
+    /// The index of the first item's line (in the lines given to [`build`]).
+    from: usize,
 }
 
 struct State {
@@ -98,6 +100,8 @@ struct State {
     /// The texts of the `event_msg` `user_message` mirrors: a user message whose text is one of
     /// them is a typed prompt (files without mirrors fall back to the injected-text markers).
     prompts: std::collections::HashSet<String>,
+    /// The index of the line being built.
+    line: usize,
 }
 
 /// Builds the events of a rollout's lines.
@@ -117,6 +121,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         latest: Totals::from_saved(r("latest")),
         counted: Totals::from_saved(r("counted")),
         prompts: std::collections::HashSet::new(),
+        line: 0,
     };
     for line in lines {
         let Some(v) = &line.value else { continue };
@@ -127,7 +132,8 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             }
         }
     }
-    for line in lines {
+    for (i, line) in lines.iter().enumerate() {
+        st.line = i;
         let Some(v) = &line.value else {
             b.unparsed_line(line);
             continue;
@@ -210,6 +216,10 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             }
             other => b.end_line(other),
         }
+    }
+    if b.keep_open && st.pending.items > 0 {
+        // The model output the lines end inside may go on (its next item, its token count).
+        b.hold_from = Some(st.pending.from);
     }
     flush(b, &mut st);
     b.finish(!st.saw_task_events);
@@ -378,7 +388,10 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
 }
 
 /// A tool output's content (a string, or blocks for a content-item array) and whether it is an
-/// error: `success: false`, or a JSON `{output, metadata:{exit_code}}` with a non-zero code.
+/// error: `success: false`, a JSON `{output, metadata:{exit_code}}` with a non-zero code, or a
+/// text whose header (the lines before `Output:`) says the process exited with a non-zero code
+/// (`Process exited with code N`, the exec tools of 0.12x; `Exit code: N`), or a command the
+/// sandbox refused (`failed in sandbox …`, 0.4x).
 fn output_content(output: Option<&Value>, p: &Value) -> (String, bool) {
     let mut is_error = get(p, "success").and_then(Value::as_bool) == Some(false);
     let content = match output {
@@ -390,6 +403,10 @@ fn output_content(output: Option<&Value>, p: &Value) -> (String, bool) {
                 {
                     is_error |= code != 0;
                 }
+            } else if exit_code_in_header(s).is_some_and(|code| code != 0)
+                || s.starts_with("failed in sandbox")
+            {
+                is_error = true;
             }
             js(s)
         }
@@ -419,6 +436,23 @@ fn output_content(output: Option<&Value>, p: &Value) -> (String, bool) {
     (content, is_error)
 }
 
+/// The exit code a text tool output's header gives: its lines before the `Output:` line (at
+/// most 8), one of them `Process exited with code N` or `Exit code: N`.
+fn exit_code_in_header(text: &str) -> Option<i64> {
+    for line in text.lines().take(8) {
+        if line == "Output:" {
+            break;
+        }
+        let code = line
+            .strip_prefix("Process exited with code ")
+            .or_else(|| line.strip_prefix("Exit code: "));
+        if let Some(code) = code.and_then(|c| c.trim().parse().ok()) {
+            return Some(code);
+        }
+    }
+    None
+}
+
 /// A model output item arrives: after a tool output it starts a new request (step).
 fn model_output(b: &mut Builder<'_>, st: &mut State) {
     if st.after_output {
@@ -428,6 +462,7 @@ fn model_output(b: &mut Builder<'_>, st: &mut State) {
     }
     if st.pending.items == 0 {
         st.pending.time = b.time;
+        st.pending.from = st.line;
     }
     st.pending.items += 1;
 }

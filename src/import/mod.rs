@@ -24,15 +24,18 @@ mod builder;
 pub mod claude_code;
 pub mod codex;
 mod deferred;
+mod sidechains;
 
 pub(crate) use builder::{text_block, Builder};
+use sidechains::Sidechains;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-use crate::event::{Map, Opt, Value};
+use crate::event::{Draft, Map, Opt, Value};
 use crate::session::{Session, SessionMeta};
 use crate::store::Store;
 use crate::util::now_ms;
@@ -162,8 +165,11 @@ pub struct Options {
     pub workers: Option<usize>,
     /// Leave what the source has open at its end (a turn, its step and unanswered calls) open,
     /// for a file still being written (`--follow`, `--keep-open`): the next run continues that
-    /// turn. A later run without it closes what was left open (docs/events.md §7). Default: closed
-    /// at the end of every run.
+    /// turn. A later run without it closes what was left open (docs/events.md §7). The lines of a
+    /// response the file ends inside are held back for the next run while the file was written
+    /// within the last 5 seconds, so that a file imported while written gives the events of the
+    /// finished file (docs/import.md, "Incremental import"). Default: closed at the end of
+    /// every run.
     pub keep_open: bool,
 }
 
@@ -284,6 +290,9 @@ struct SourceState {
     events: Option<u64>,
     /// The last run left the source's open turn open (the file was still being written).
     open: bool,
+    /// The last run left a turn of the `<id>-sidechains` session open (a subagent of the
+    /// inline sidechains still running): a later run without `keep_open` closes it.
+    sidechains_open: bool,
     /// The format builder's state for the next run (Codex token totals and model, the last
     /// Claude Code response id).
     resume: Option<Value>,
@@ -303,6 +312,9 @@ impl SourceState {
         if self.open {
             let _ = m.push("open", true.into());
         }
+        if self.sidechains_open {
+            let _ = m.push("sidechainsOpen", true.into());
+        }
         if let Some(r) = &self.resume {
             let _ = m.push("resume", r.clone());
         }
@@ -318,6 +330,7 @@ impl SourceState {
             final_newline: get(v, "finalNewline")?.as_bool()?,
             events: get(v, "events").and_then(Value::as_u64),
             open: get(v, "open").and_then(Value::as_bool) == Some(true),
+            sidechains_open: get(v, "sidechainsOpen").and_then(Value::as_bool) == Some(true),
             resume: get(v, "resume").cloned(),
         })
     }
@@ -487,83 +500,12 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Builds (or extends) the session `<id>-sidechains` from the inline sidechain lines of a Claude
-/// Code main file (subagent traffic of 1.0.x files): its own session, `parentSession` the main
-/// one. The lines' raw text stays in the main session (exported from there), so these events
-/// carry none.
-fn import_sidechains(
-    store: &Store,
-    main: &str,
-    lines: &[SrcLine<'_>],
-    path: &Path,
-    shown: &str,
-    summary: &mut Summary,
-) -> Result<()> {
-    let mut id = format!("{main}-sidechains");
-    if id.len() > 128 {
-        id.truncate(128);
-    }
-    let dir = store.session_dir(&id)?;
-    let (session, created) = if dir.join(crate::session::META_FILE).is_file() {
-        (store.open_session(&id)?, false)
-    } else {
-        let mut meta = SessionMeta::new(id.clone(), now_ms());
-        meta.parent_session = Opt::Present(main.to_owned());
-        let mut mark = Map::new();
-        let _ = mark.push("sidechainsOf", main.into());
-        let _ = meta.store_extra.push(META_MEMBER, Value::Object(mark));
-        (
-            Session::create(&dir, meta, store.config().session_options())?,
-            true,
-        )
-    };
-    let mut builder = Builder::new(summary, shown.to_owned(), &session);
-    builder.keep_raw = false;
-    if session.is_empty() {
-        if let Some(t) = lines.iter().find_map(|l| {
-            l.value
-                .as_ref()
-                .and_then(|v| get_str(v, "timestamp"))
-                .and_then(parse_time)
-        }) {
-            builder.time = t;
-        }
-    }
-    let outcome = claude_code::build(&mut builder, lines, path, true).and_then(|()| {
-        let drafts = std::mem::take(&mut builder.out);
-        session.append_drafts(drafts).map(|_| ())
-    });
-    drop(builder);
-    session.close()?;
-    match outcome {
-        Ok(()) => {
-            if created {
-                summary.created.push(id);
-            } else {
-                summary.updated.push(id);
-            }
-            Ok(())
-        }
-        Err(e) => {
-            if created {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-            summary.warnings.push(format!(
-                "{shown}: the inline sidechains were not imported: {e}"
-            ));
-            Ok(())
-        }
-    }
-}
-
 /// The first non-blank line of a file (at most 16 lines looked at) and the file's size.
-fn read_head(path: &Path) -> Result<(Vec<u8>, u64)> {
+fn read_head(path: &Path) -> Result<(Vec<u8>, u64, Option<SystemTime>)> {
     use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?;
-    let size = file
-        .metadata()
-        .map_err(|e| Error::io("read", path, e))?
-        .len();
+    let metadata = file.metadata().map_err(|e| Error::io("read", path, e))?;
+    let (size, modified) = (metadata.len(), metadata.modified().ok());
     let mut reader = std::io::BufReader::new(file);
     let mut line = Vec::new();
     for _ in 0..16 {
@@ -578,7 +520,22 @@ fn read_head(path: &Path) -> Result<(Vec<u8>, u64)> {
     while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
         line.pop();
     }
-    Ok((line, size))
+    Ok((line, size, modified))
+}
+
+/// How long a file must have gone unwritten for the lines of a response it ends inside to be
+/// imported by a run that keeps the turn open: until then they are held back
+/// ([`build_holding`]), their next lines likely on their way.
+const HOLD_QUIET: Duration = Duration::from_secs(5);
+
+/// True when a file last modified at `modified` was written within [`HOLD_QUIET`] (or its time
+/// is ahead of the clock).
+fn written_lately(modified: Option<SystemTime>) -> bool {
+    modified.is_some_and(|m| {
+        SystemTime::now()
+            .duration_since(m)
+            .map_or(true, |quiet| quiet < HOLD_QUIET)
+    })
 }
 
 /// Imports one file: a new session, or the lines added since the last import of it. What the
@@ -611,6 +568,18 @@ struct NewLines<'d> {
 }
 
 impl NewLines<'_> {
+    /// Leaves the lines from index `from` on for the next run: they are not built, and the
+    /// state does not count them.
+    fn hold_back(&mut self, from: usize) {
+        let Some(first) = self.src.get(from) else {
+            return;
+        };
+        let at = (first.bytes.as_ptr() as usize).saturating_sub(self.new_data.as_ptr() as usize);
+        self.new_data = self.new_data.get(..at).unwrap_or(self.new_data);
+        self.src.truncate(from);
+        self.tail = false;
+    }
+
     /// Records in `state` what these lines took.
     fn done(&self, state: &mut SourceState) {
         state.lines += self.src.len() as u64;
@@ -707,6 +676,54 @@ fn first_time(src: &[SrcLine<'_>]) -> Option<i64> {
     })
 }
 
+/// What one build of a file's new lines gave.
+struct Built {
+    drafts: Vec<Draft>,
+    sidechains: Vec<usize>,
+    open: bool,
+    resume: Option<Value>,
+    result: Result<()>,
+}
+
+/// Builds `lines` with `build` (which makes a builder over the summary and the lines, builds,
+/// and returns what it gave with the builder's hold point). With `hold` (a run that keeps the
+/// turn open, of a file written within [`HOLD_QUIET`]), the lines of a response the source
+/// ends inside are held back for the next run ([`Builder::hold_from`]): the lines before them
+/// are built again without them (with the summary as it was), so that a file imported while
+/// it is written gives the events the finished file gives (one `assistant/message` per
+/// response, with its final usage, Codex's token count after it included).
+fn build_holding<'d>(
+    summary: &mut Summary,
+    lines: &mut NewLines<'d>,
+    hold: bool,
+    mut build: impl FnMut(&mut Summary, &[SrcLine<'d>]) -> (Built, Option<usize>),
+) -> Built {
+    let before = hold.then(|| summary.clone());
+    let (built, hold) = build(summary, &lines.src);
+    match (before, hold) {
+        (Some(before), Some(from)) if built.result.is_ok() && from < lines.src.len() => {
+            *summary = before;
+            lines.hold_back(from);
+            // The response before the held one ended where the held one began: this build
+            // writes it at the end of the lines, as the first did when the next one began.
+            build(summary, &lines.src).0
+        }
+        _ => built,
+    }
+}
+
+/// Takes what `builder` built (`result`: its build's outcome), and its hold point.
+fn take_built(mut builder: Builder<'_>, result: Result<()>) -> (Built, Option<usize>) {
+    let built = Built {
+        drafts: std::mem::take(&mut builder.out),
+        sidechains: std::mem::take(&mut builder.sidechain_lines),
+        open: builder.turn_is_open(),
+        resume: builder.resume_out.take(),
+        result,
+    };
+    (built, builder.hold_from)
+}
+
 /// Runs the format's mapping over `src`.
 fn build_format(
     builder: &mut Builder<'_>,
@@ -728,7 +745,10 @@ fn import_source(
     keep_open: bool,
     summary: &mut Summary,
 ) -> Result<()> {
-    let (first_line, size) = read_head(path)?;
+    let (first_line, size, modified) = read_head(path)?;
+    // Lines of a response the file ends inside are held back only from a run that keeps the
+    // turn open, while the file is being written.
+    let hold = keep_open && written_lately(modified);
     let first_line = first_line.as_slice();
     summary.files += 1;
     let format = match format.or_else(|| detect(first_line)) {
@@ -764,7 +784,7 @@ fn import_source(
             // (A turn an earlier run left open is closed by a run that does not keep it open.)
             if state.bytes == size
                 && state.path == abs.display().to_string()
-                && (keep_open || !state.open)
+                && (keep_open || !(state.open || state.sidechains_open))
             {
                 summary.unchanged += 1;
                 return Ok(());
@@ -813,7 +833,7 @@ fn import_source(
                 )));
             }
             let outcome = continue_session(
-                store, path, &shown, &id, &data, &session, state, keep_open, summary,
+                store, path, &shown, &id, &data, &session, state, keep_open, hold, summary,
             );
             let closed = session.close();
             outcome?;
@@ -838,7 +858,7 @@ fn import_source(
                 meta.parent_session = Opt::Present(parent);
             }
             new_session(
-                store, path, &shown, meta, format, &abs, &data, keep_open, summary,
+                store, path, &shown, meta, format, &abs, &data, keep_open, hold, summary,
             )
         }
         Err(e) => Err(e),
@@ -860,6 +880,7 @@ fn new_session(
     abs: &Path,
     data: &[u8],
     keep_open: bool,
+    hold: bool,
     summary: &mut Summary,
 ) -> Result<()> {
     let id = meta.id.clone();
@@ -871,23 +892,25 @@ fn new_session(
         final_newline: true,
         events: Some(0),
         open: false,
+        sidechains_open: false,
         resume: None,
     };
-    let Some(lines) = new_lines(data, &mut state, shown, summary) else {
+    let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
         return Ok(());
     };
-    let mut builder = Builder::fresh(summary, shown.to_owned());
-    builder.keep_open = keep_open;
-    if let Some(t) = first_time(&lines.src) {
-        builder.time = t;
-    }
-    let built = build_format(&mut builder, format, &lines.src, path);
-    let drafts = std::mem::take(&mut builder.out);
-    let sidechains = std::mem::take(&mut builder.sidechain_lines);
-    state.open = builder.turn_is_open();
-    state.resume = builder.resume_out.take();
-    drop(builder);
-    built?;
+    let built = build_holding(summary, &mut lines, hold, |summary, src| {
+        let mut builder = Builder::fresh(summary, shown.to_owned());
+        builder.keep_open = keep_open;
+        if let Some(t) = first_time(src) {
+            builder.time = t;
+        }
+        let result = build_format(&mut builder, format, src, path);
+        take_built(builder, result)
+    });
+    built.result?;
+    let (drafts, sidechains) = (built.drafts, built.sidechains);
+    state.open = built.open;
+    state.resume = built.resume;
     lines.done(&mut state);
     state.events = Some(drafts.len() as u64);
     let _ = meta.store_extra.push(META_MEMBER, state.to_value());
@@ -904,34 +927,18 @@ fn new_session(
     })?;
     summary.created.push(id.clone());
     summary.bytes += lines.new_data.len() as u64;
-    import_sidechains_of(store, &id, &lines.src, &sidechains, path, shown, summary)?;
-    Ok(())
-}
-
-/// Imports the lines at `indexes` of `src` (the inline sidechains a build set aside) as the
-/// sidechain sessions of session `id`; nothing when there are none.
-fn import_sidechains_of(
-    store: &Store,
-    id: &str,
-    src: &[SrcLine<'_>],
-    indexes: &[usize],
-    path: &Path,
-    shown: &str,
-    summary: &mut Summary,
-) -> Result<()> {
-    if indexes.is_empty() {
-        return Ok(());
+    let side = Sidechains {
+        main: &id,
+        path,
+        shown,
+        keep_open,
+        left_open: false,
+    };
+    if side.import(store, &lines.src, &sidechains, summary)? {
+        state.sidechains_open = true;
+        save_state(&store.open_session(&id)?, &state)?;
     }
-    let side: Vec<SrcLine<'_>> = indexes
-        .iter()
-        .filter_map(|&i| src.get(i))
-        .map(|l| SrcLine {
-            n: l.n,
-            bytes: l.bytes,
-            value: l.value.clone(),
-        })
-        .collect();
-    import_sidechains(store, id, &side, path, shown, summary)
+    Ok(())
 }
 
 /// Appends the lines a file got since its last import to its session. The events are synced
@@ -947,38 +954,59 @@ fn continue_session(
     session: &Session,
     mut state: SourceState,
     keep_open: bool,
+    hold: bool,
     summary: &mut Summary,
 ) -> Result<()> {
-    let Some(lines) = new_lines(data, &mut state, shown, summary) else {
+    let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
         return Ok(());
     };
-    let close_left_open = state.open && !keep_open;
+    let close_left_open = (state.open || state.sidechains_open) && !keep_open;
     if lines.src.is_empty() && !close_left_open {
         summary.unchanged += 1;
         return Ok(());
     }
-    let mut builder = Builder::new(summary, shown.to_owned(), session);
-    builder.keep_open = keep_open;
-    builder.resume_in = state.resume.take();
-    if session.is_empty() {
-        if let Some(t) = first_time(&lines.src) {
-            builder.time = t;
+    let resume_in = state.resume.take();
+    let format = state.format;
+    let built = build_holding(summary, &mut lines, hold, |summary, src| {
+        let mut builder = Builder::new(summary, shown.to_owned(), session);
+        builder.keep_open = keep_open;
+        builder.resume_in = resume_in.clone();
+        if session.is_empty() {
+            if let Some(t) = first_time(src) {
+                builder.time = t;
+            }
         }
+        let result = build_format(&mut builder, format, src, path);
+        take_built(builder, result)
+    });
+    state.resume = resume_in;
+    built.result?;
+    if lines.src.is_empty() && built.drafts.is_empty() && !close_left_open {
+        // Every new line belongs to a response not finished yet: held back.
+        summary.unchanged += 1;
+        return Ok(());
     }
-    let built = build_format(&mut builder, state.format, &lines.src, path);
-    let drafts = std::mem::take(&mut builder.out);
-    let sidechains = std::mem::take(&mut builder.sidechain_lines);
-    state.open = builder.turn_is_open();
-    state.resume = builder.resume_out.take();
-    drop(builder);
-    built?;
+    let (drafts, sidechains) = (built.drafts, built.sidechains);
+    state.open = built.open;
+    state.resume = built.resume;
     // One batch: a refusal writes nothing (the state stays where it was).
     session.append_drafts(drafts)?;
     session.sync()?;
     lines.done(&mut state);
     save_state(session, &state)?;
     summary.updated.push(id.to_owned());
-    import_sidechains_of(store, id, &lines.src, &sidechains, path, shown, summary)?;
+    let side = Sidechains {
+        main: id,
+        path,
+        shown,
+        keep_open,
+        left_open: state.sidechains_open,
+    };
+    let open = side.import(store, &lines.src, &sidechains, summary)?;
+    if open != state.sidechains_open {
+        state.sidechains_open = open;
+        save_state(session, &state)?;
+    }
     summary.bytes += lines.new_data.len() as u64;
     Ok(())
 }
@@ -1002,10 +1030,21 @@ pub fn export_source(reader: &crate::session::SessionReader, out: &mut impl Writ
         .get(META_MEMBER)
         .and_then(SourceState::from_value)
         .ok_or_else(|| {
-            Error::Invalid(format!(
-                "session {} was not imported from a Codex or Claude Code file",
-                meta.id
-            ))
+            let sidechains_of = meta
+                .store_extra
+                .get(META_MEMBER)
+                .and_then(|m| get_str(m, "sidechainsOf"));
+            Error::Invalid(match sidechains_of {
+                Some(main) => format!(
+                    "session {} holds the inline sidechains of session {main}: their source \
+                     lines are in that session's file (export it)",
+                    meta.id
+                ),
+                None => format!(
+                    "session {} was not imported from a Codex or Claude Code file",
+                    meta.id
+                ),
+            })
         })?;
     let mut lines: Vec<(u64, Vec<u8>)> = Vec::new();
     for ev in reader.events() {

@@ -12,7 +12,7 @@ use agentlog::import::{export_source, import_paths, Format, Options, Summary};
 use agentlog::session::SessionReader;
 use agentlog::store::Store;
 
-fn data_dir() -> PathBuf {
+pub(crate) fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/import")
 }
 
@@ -44,11 +44,11 @@ fn import(store: &Store, paths: &[PathBuf], format: Option<Format>) -> Summary {
     .unwrap()
 }
 
-fn reader(store: &Store, id: &str) -> SessionReader {
+pub(crate) fn reader(store: &Store, id: &str) -> SessionReader {
     store.open_reader(id).unwrap()
 }
 
-fn events(r: &SessionReader) -> Vec<Event> {
+pub(crate) fn events(r: &SessionReader) -> Vec<Event> {
     (0..r.len()).map(|s| r.get_owned(s).unwrap()).collect()
 }
 
@@ -59,7 +59,7 @@ fn exported(r: &SessionReader) -> Vec<u8> {
 }
 
 /// No lifecycle violation anywhere in the log, and nothing left open at its end.
-fn assert_lifecycle_clean(r: &SessionReader) {
+pub(crate) fn assert_lifecycle_clean(r: &SessionReader) {
     let (lifecycle, violations) = r.lifecycle_at(r.len()).unwrap();
     assert!(violations.is_empty(), "{violations:?}");
     let work = lifecycle.open_work();
@@ -192,7 +192,7 @@ fn tool_calls_and_results_per_tool_equal_a_direct_count() {
 }
 
 /// Splits a sample after `keep` lines (bytes up to that line's newline).
-fn prefix_lines(data: &[u8], keep: usize) -> usize {
+pub(crate) fn prefix_lines(data: &[u8], keep: usize) -> usize {
     data.iter()
         .enumerate()
         .filter(|(_, &b)| b == b'\n')
@@ -290,7 +290,7 @@ fn a_complete_last_line_without_newline_round_trips_and_continues() {
     assert!(exported(&reader(&store, &id)) == full);
 }
 
-fn write(dir: &Path, name: &str, lines: &[&str], sep: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, lines: &[&str], sep: &str) -> PathBuf {
     let path = dir.join(name);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).unwrap();
@@ -301,7 +301,7 @@ fn write(dir: &Path, name: &str, lines: &[&str], sep: &str) -> PathBuf {
     path
 }
 
-fn types(r: &SessionReader) -> Vec<String> {
+pub(crate) fn types(r: &SessionReader) -> Vec<String> {
     events(r)
         .iter()
         .map(|e| e.data.type_name().to_string())
@@ -545,7 +545,7 @@ fn codex_pre_envelope_file_with_crlf_imports_and_round_trips() {
 }
 
 /// A Codex `token_count` line with cumulative totals (`o` also picks its second).
-fn codex_token_count(i: u64, c: u64, o: u64) -> String {
+pub(crate) fn codex_token_count(i: u64, c: u64, o: u64) -> String {
     format!(
         r#"{{"timestamp":"2025-10-01T10:00:0{o}.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{i},"cached_input_tokens":{c},"output_tokens":{o},"reasoning_output_tokens":0,"total_tokens":{}}},"last_token_usage":null}},"rate_limits":null}}}}"#,
         i + o
@@ -553,7 +553,7 @@ fn codex_token_count(i: u64, c: u64, o: u64) -> String {
 }
 
 /// The first lines of a Codex rollout `id`: its `session_meta`, a turn started, the prompt "do it".
-fn codex_prelude(id: &str) -> Vec<String> {
+pub(crate) fn codex_prelude(id: &str) -> Vec<String> {
     vec![
         format!(r#"{{"timestamp":"2025-10-01T10:00:00.000Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2025-10-01T10:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.50.0"}}}}"#),
         r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"1"}}"#.to_string(),
@@ -914,7 +914,7 @@ fn claude_code_rewind_leaves_the_abandoned_branch_out_of_the_history() {
     assert!(exported(&r) == std::fs::read(&file).unwrap());
 }
 
-fn import_keep_open(store: &Store, file: &Path, keep_open: bool) -> Summary {
+pub(crate) fn import_keep_open(store: &Store, file: &Path, keep_open: bool) -> Summary {
     import_paths(
         store,
         &[file.to_path_buf()],
@@ -939,6 +939,8 @@ fn count(t: &[String], ty: &str) -> usize {
 /// step with its usage counted again. With `keep_open` the first run leaves the turn open and
 /// the next one continues it: one turn, one step per response, the call answered by its
 /// result; the run without `keep_open` closes the turn at the end, and the export is the file.
+/// The response a file just written ends inside is held back (its next line may come); once
+/// the file has been quiet for a while (an agent waiting for its tool), it is imported.
 #[test]
 fn claude_code_turn_split_across_runs_is_continued() {
     let dir = tempfile::tempdir().unwrap();
@@ -960,7 +962,19 @@ fn claude_code_turn_split_across_runs_is_continued() {
     std::fs::write(&file, &full.as_bytes()[..cut(2)]).unwrap();
     let first = import_keep_open(&store, &file, true);
     let id = first.created[0].clone();
+    assert_eq!(
+        types(&reader(&store, &id)),
+        ["turn/start", "user/message"],
+        "the response's first line is held back"
+    );
     std::fs::write(&file, &full.as_bytes()[..cut(3)]).unwrap();
+    let quiet = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(quiet)
+        .unwrap();
     let second = import_keep_open(&store, &file, true);
     assert!(second.warnings.is_empty(), "{:?}", second.warnings);
     let open = reader(&store, &id).lifecycle().unwrap().open_work();

@@ -3,5 +3,6 @@
 //! See `tests/README.md`.
 
 mod import_formats;
+mod incremental;
 mod parallel;
 mod written;

@@ -35,7 +35,9 @@ pub struct Args {
     #[arg(long, requires = "from")]
     follow: bool,
     /// With --from: leave a turn the source has open at its end open (a file still being
-    /// written), so the next run continues it; a later run without it closes it
+    /// written), so the next run continues it; a later run without it closes it. The lines of a
+    /// response the file ends inside wait for the next run while the file was written in the
+    /// last 5 s
     #[arg(long, requires = "from")]
     keep_open: bool,
     /// With --from: files imported side by side (default: four per processor, 4 to 16)

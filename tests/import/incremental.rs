@@ -1,0 +1,375 @@
+//! A file imported while its agent writes it (`keep_open`, `--follow`) gives the session the
+//! finished file gives; inline subagents (the `-sidechains` session) keep each subagent's
+//! history and follow `keep_open` like their main session.
+
+use std::path::Path;
+
+use agentlog::event::{EventData, Opt};
+use agentlog::session::SessionReader;
+use agentlog::store::Store;
+
+use crate::import_formats::{
+    codex_prelude, codex_token_count, data_dir, events, import_keep_open, prefix_lines, reader,
+    types, write,
+};
+
+/// What a comparison of two imports of one file looks at: the derived history, and the
+/// statistics a user reads (events by type, turns, steps, tokens, end reasons, open calls).
+fn fingerprint(r: &SessionReader) -> (String, String) {
+    let messages = r.messages().unwrap().to_vec();
+    let s = r.stats().unwrap();
+    let stats = format!(
+        "{:?} turns {} steps {} {:?} {:?} unanswered {}",
+        s.by_type, s.turns, s.steps, s.tokens, s.end_reasons, s.unanswered_calls
+    );
+    (format!("{messages:?}"), stats)
+}
+
+/// Sets a file's modification time a minute back: a file its agent stopped writing.
+fn make_quiet(file: &Path) {
+    let quiet = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_modified(quiet)
+        .unwrap();
+}
+
+/// Imports the first `k` lines of `full` with `keep_open` (a file just written), then the whole
+/// file without: the sessions (every one the file makes, its `-sidechains` one too) against a
+/// one-shot import of the whole file.
+fn assert_split_equals_one_shot(dir: &Path, name: &str, full: &[u8], k: usize) {
+    let one = dir.join(format!("one-{k}"));
+    let split = dir.join(format!("split-{k}"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&split).unwrap();
+    let whole = one.join(name);
+    std::fs::write(&whole, full).unwrap();
+    let one_store = Store::open(one.join("store")).unwrap();
+    let once = import_keep_open(&one_store, &whole, false);
+    let file = split.join(name);
+    std::fs::write(&file, &full[..prefix_lines(full, k)]).unwrap();
+    let store = Store::open(split.join("store")).unwrap();
+    import_keep_open(&store, &file, true);
+    std::fs::write(&file, full).unwrap();
+    let last = import_keep_open(&store, &file, false);
+    // The same warnings as the one-shot import (a sample that ends inside a turn has some).
+    let unplaced = |w: &[String]| -> Vec<String> {
+        w.iter()
+            .map(|w| w.rsplit(name).next().unwrap_or(w).to_owned())
+            .collect()
+    };
+    assert_eq!(
+        unplaced(&last.warnings),
+        unplaced(&once.warnings),
+        "{name} cut after {k} lines"
+    );
+    for id in &once.created {
+        assert_eq!(
+            fingerprint(&reader(&store, id)),
+            fingerprint(&reader(&one_store, id)),
+            "{name} cut after {k} lines: session {id} differs from a one-shot import"
+        );
+    }
+}
+
+/// Every real sample, cut at several lines: imported with `keep_open` up to the cut, then whole,
+/// it gives the one-shot import's history and statistics. Before, a response cut by a run
+/// became two assistant messages with the usage of its first lines only, and a Codex
+/// `token_count` after the cut was never counted.
+#[test]
+fn a_file_imported_while_written_gives_the_finished_files_session() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["codex", "claude-code"] {
+        for entry in std::fs::read_dir(data_dir().join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let full = std::fs::read(&path).unwrap();
+            let text = String::from_utf8_lossy(&full);
+            let lines = text.lines().count();
+            // A Codex user message is told from injected context by its `user_message` mirror
+            // when the file has mirrors, else by its markup; a run that ends before the first
+            // mirror has only the markup, which the redacted sample (madshn) lacks. Cuts start
+            // after the first mirror.
+            let first = text
+                .lines()
+                .position(|l| l.contains(r#""type":"user_message""#))
+                .map_or(1, |i| i + 1);
+            let cuts: std::collections::BTreeSet<usize> = (1..=6)
+                .map(|i| (lines * i / 7).max(first))
+                .filter(|&k| k < lines)
+                .collect();
+            let sub_dir = tempfile::tempdir_in(dir.path()).unwrap();
+            for k in cuts {
+                assert_split_equals_one_shot(sub_dir.path(), &name, &full, k);
+            }
+        }
+    }
+}
+
+/// A Claude Code response cut after its first line, and a Codex answer cut before its token
+/// count, at every line of small files: the runs that keep the turn open hold the unfinished
+/// response back, so it is one message with its whole usage.
+#[test]
+fn a_response_cut_by_a_run_is_one_message_with_its_whole_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"write three files"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"c1"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"I'll create them."}],"usage":{"input_tokens":3,"output_tokens":4}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"c1"}"#,
+        r#"{"parentUuid":"a1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/a"}}],"usage":{"input_tokens":3,"output_tokens":395}},"uuid":"a2","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"c1"}"#,
+        r#"{"parentUuid":"a2","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"uuid":"r1","timestamp":"2025-06-10T12:00:03.000Z","sessionId":"c1"}"#,
+        r#"{"parentUuid":"r1","type":"assistant","message":{"id":"m2","role":"assistant","model":"c","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":9,"output_tokens":2}},"uuid":"a3","timestamp":"2025-06-10T12:00:04.000Z","sessionId":"c1"}"#,
+    ];
+    let mut codex = codex_prelude("x1");
+    codex.extend([
+        r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"reasoning","summary":[],"content":null,"encrypted_content":"e"}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}"#.to_string(),
+        codex_token_count(22539, 20864, 10),
+        r#"{"timestamp":"2025-10-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"1"}}"#.to_string(),
+    ]);
+    let codex: Vec<&str> = codex.iter().map(String::as_str).collect();
+    for (name, lines) in [("c1.jsonl", &claude[..]), ("x1.jsonl", &codex[..])] {
+        let full = format!("{}\n", lines.join("\n"));
+        for k in 1..lines.len() {
+            assert_split_equals_one_shot(dir.path(), name, full.as_bytes(), k);
+        }
+    }
+    // And the one-shot import itself: one message for m1, with its last line's usage.
+    let store = Store::open(dir.path().join("one-1/store")).unwrap();
+    let r = reader(&store, "claude-c1");
+    let usage: Vec<(u64, u64)> = events(&r)
+        .iter()
+        .filter_map(|e| match &e.data {
+            EventData::AssistantMessage(m) => match &m.usage {
+                Opt::Present(u) => Some((u.input_tokens, u.output_tokens)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [(3, 395), (9, 2)]);
+}
+
+/// A response held back is imported once the file has been quiet for a while (an agent that
+/// finished, or waits for a long tool), and a later line of it then continues its step.
+#[test]
+fn a_held_back_response_is_imported_once_the_file_is_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "q1.jsonl",
+        &[
+            r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"q1"}"#,
+            r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"hello"}],"usage":{"input_tokens":3,"output_tokens":4}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"q1"}"#,
+        ],
+        "\n",
+    );
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let first = import_keep_open(&store, &file, true);
+    assert_eq!(
+        types(&reader(&store, "claude-q1")),
+        ["turn/start", "user/message"]
+    );
+    assert_eq!(first.created, ["claude-q1"]);
+    // Nothing new while the file is being written: the held lines wait.
+    let again = import_keep_open(&store, &file, true);
+    assert_eq!(again.unchanged, 1, "{again:?}");
+    make_quiet(&file);
+    import_keep_open(&store, &file, true);
+    let t = types(&reader(&store, "claude-q1"));
+    assert_eq!(
+        t.last().map(String::as_str),
+        Some("assistant/message"),
+        "{t:?}"
+    );
+    // A run that does not keep the turn open closes it; the export is the file.
+    let last = import_keep_open(&store, &file, false);
+    assert!(last.warnings.is_empty(), "{:?}", last.warnings);
+    let r = reader(&store, "claude-q1");
+    assert_eq!(types(&r).last().map(String::as_str), Some("turn/end"));
+    let mut out = Vec::new();
+    agentlog::import::export_source(&r, &mut out).unwrap();
+    assert!(out == std::fs::read(&file).unwrap());
+}
+
+/// A 1.0.x main file holds its subagents' traffic inline, one subagent after another, each
+/// prompt a new root (`parentUuid: null`). Each is a turn of the `-sidechains` session, and the
+/// derived history keeps every one (before, each new prompt was taken for an edited first
+/// prompt, a rewind, and the history kept only the last subagent).
+#[test]
+fn inline_subagents_run_one_after_another_each_keep_their_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "s7.jsonl",
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"build it"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"s7"}"#,
+            r#"{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"first subagent task"},"uuid":"f1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"s7"}"#,
+            r#"{"parentUuid":"f1","isSidechain":true,"type":"assistant","message":{"id":"mf","role":"assistant","model":"c","content":[{"type":"text","text":"first done"}]},"uuid":"f2","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"s7"}"#,
+            r#"{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"second subagent task"},"uuid":"g1","timestamp":"2025-06-10T12:00:03.000Z","sessionId":"s7"}"#,
+            r#"{"parentUuid":"g1","isSidechain":true,"type":"assistant","message":{"id":"mg","role":"assistant","model":"c","content":[{"type":"text","text":"second done"}]},"uuid":"g2","timestamp":"2025-06-10T12:00:04.000Z","sessionId":"s7"}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"built"}]},"uuid":"a1","timestamp":"2025-06-10T12:00:05.000Z","sessionId":"s7"}"#,
+        ],
+        "\n",
+    );
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let side = reader(&store, "claude-s7-sidechains");
+    let history = format!("{:?}", side.messages().unwrap().to_vec());
+    for text in [
+        "first subagent task",
+        "first done",
+        "second subagent task",
+        "second done",
+    ] {
+        assert!(history.contains(text), "{text} lost: {history}");
+    }
+    let t = types(&side);
+    assert_eq!(t.iter().filter(|x| *x == "turn/start").count(), 2, "{t:?}");
+    let replaced = events(&side).iter().any(|e| e.surface_op.is_some());
+    assert!(!replaced, "no subagent replaces another");
+}
+
+/// `keep_open` holds for the `-sidechains` session too: a subagent still running at the end of
+/// a run stays open (its call waits for its result), and a later run that does not keep turns
+/// open closes it, also when the file did not grow.
+#[test]
+fn a_sidechain_turn_left_open_is_closed_by_a_run_that_does_not_keep_it_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "s8.jsonl",
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"look around"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"s8"}"#,
+            r#"{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"list the files"},"uuid":"f1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"s8"}"#,
+            r#"{"parentUuid":"f1","isSidechain":true,"type":"assistant","message":{"id":"mf","role":"assistant","model":"c","content":[{"type":"tool_use","id":"tf","name":"Glob","input":{}}]},"uuid":"f2","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"s8"}"#,
+        ],
+        "\n",
+    );
+    make_quiet(&file);
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let first = import_keep_open(&store, &file, true);
+    assert!(first.warnings.is_empty(), "{:?}", first.warnings);
+    let open = reader(&store, "claude-s8-sidechains")
+        .lifecycle()
+        .unwrap()
+        .open_work();
+    assert_eq!(
+        open.unanswered_calls.len(),
+        1,
+        "the subagent's call waits: {open:?}"
+    );
+    let closing = import_keep_open(&store, &file, false);
+    assert_eq!(closing.warnings.len(), 2, "{:?}", closing.warnings);
+    let side = reader(&store, "claude-s8-sidechains");
+    let open = side.lifecycle().unwrap().open_work();
+    assert!(
+        open.turn.is_none() && open.unanswered_calls.is_empty(),
+        "{open:?}"
+    );
+    let failed = events(&side)
+        .iter()
+        .any(|e| matches!(&e.data, EventData::ToolResult(t) if t.message.is_error));
+    assert!(failed, "the call is answered TOOL_OUTCOME_UNKNOWN");
+    // Nothing is left open now: a further run finds the file unchanged.
+    let after = import_keep_open(&store, &file, false);
+    assert_eq!(after.unchanged, 1, "{after:?}");
+}
+
+/// The exec tools of Codex 0.12x return text whose header gives the exit code (`Process exited
+/// with code N`); a non-zero code is an error result, a command still running or exiting 0 is
+/// not, and text after the `Output:` line is the command's, never read as a header. A command
+/// the sandbox refused (0.4x: `failed in sandbox …`) is an error too.
+#[test]
+fn codex_exec_output_with_a_non_zero_exit_code_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |id: &str| {
+        format!(
+            r#"{{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"make\"}}","call_id":"{id}"}}}}"#
+        )
+    };
+    let output = |id: &str, text: &str| {
+        format!(
+            r#"{{"timestamp":"2025-10-01T10:00:02.000Z","type":"response_item","payload":{{"type":"function_call_output","call_id":"{id}","output":"{text}"}}}}"#
+        )
+    };
+    let mut lines = codex_prelude("x2");
+    for (id, text) in [
+        (
+            "c1",
+            r"Chunk ID: de4b53\nWall time: 4.1190 seconds\nProcess exited with code 2\nOriginal token count: 12\nOutput:\nmake: *** [all] Error 2",
+        ),
+        (
+            "c2",
+            r"Chunk ID: 853167\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nok",
+        ),
+        (
+            "c3",
+            r"Chunk ID: a21e41\nWall time: 1.0037 seconds\nProcess running with session ID 48230\nOriginal token count: 0\nOutput:\nProcess exited with code 1",
+        ),
+        (
+            "c4",
+            r"Exit code: 1\nWall time: 0.2 seconds\nOutput:\nno such file",
+        ),
+        (
+            "c5",
+            r"failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error, exit code: 2, stdout: , stderr: denied",
+        ),
+    ] {
+        lines.push(call(id));
+        lines.push(output(id, text));
+    }
+    lines.push(r#"{"timestamp":"2025-10-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"1"}}"#.to_string());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "x2.jsonl", &refs, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let errors: Vec<(String, bool)> = events(&reader(&store, "codex-x2"))
+        .into_iter()
+        .filter_map(|e| match e.data {
+            EventData::ToolResult(t) => match t.call_id {
+                Opt::Present(id) => Some((id, t.message.is_error)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            ("c1".to_owned(), true),
+            ("c2".to_owned(), false),
+            ("c3".to_owned(), false),
+            ("c4".to_owned(), true),
+            ("c5".to_owned(), true)
+        ]
+    );
+}
+
+/// A "Warmup" sidechain (2.0.2x) is noise, never a session, also when its answer comes in the
+/// run after its prompt (the import state keeps the last Warmup lines' `uuid`s). Before, the
+/// answer alone made a `-sidechains` session holding a turn without a prompt.
+#[test]
+fn a_warmup_answer_in_the_run_after_its_prompt_is_still_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"go"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"s9"}"#,
+        r#"{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"Warmup"},"uuid":"v1","timestamp":"2025-06-10T12:00:00.150Z","sessionId":"s9"}"#,
+        r#"{"parentUuid":"v1","isSidechain":true,"type":"assistant","message":{"id":"mv","role":"assistant","model":"c","content":[{"type":"text","text":"ready"}]},"uuid":"v2","timestamp":"2025-06-10T12:00:00.160Z","sessionId":"s9"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"ok"}]},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"s9"}"#,
+    ];
+    let full = format!("{}\n", lines.join("\n"));
+    let file = dir.path().join("s9.jsonl");
+    std::fs::write(&file, &full.as_bytes()[..prefix_lines(full.as_bytes(), 2)]).unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, true);
+    std::fs::write(&file, &full).unwrap();
+    let last = import_keep_open(&store, &file, false);
+    assert!(last.warnings.is_empty(), "{:?}", last.warnings);
+    assert_eq!(last.unmapped.get("sidechain/warmup"), Some(&1), "{last:?}");
+    assert!(
+        store.info("claude-s9-sidechains").is_err(),
+        "a Warmup makes no session"
+    );
+}
