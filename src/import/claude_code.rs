@@ -51,7 +51,10 @@ pub(crate) fn parent_session_of(path: &Path, first: Option<&Value>) -> Option<St
     None
 }
 
-/// A title for a new session: a Claude Code `summary` line's text, if the file has one.
+/// A title for a new session: the text of a Claude Code `summary` line near the file's top
+/// whose `leafUuid` is a line of this file. A summary names the conversation that ends at its
+/// leaf; Claude Code also writes, at the top of a session's file, summaries of conversations
+/// kept in other files (the one a resumed session came from), which are not this one's title.
 pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
     if format != Format::ClaudeCode {
         return None;
@@ -60,8 +63,19 @@ pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
         if !line.starts_with(br#"{"type":"summary""#) {
             continue;
         }
-        let v = crate::event::parse_json(std::str::from_utf8(line).ok()?.trim_end()).ok()?;
-        return get_str(&v, "summary").map(str::to_owned);
+        let Some(v) = std::str::from_utf8(line)
+            .ok()
+            .and_then(|t| crate::event::parse_json(t.trim_end()).ok())
+        else {
+            continue;
+        };
+        let Some(leaf) = get_str(&v, "leafUuid") else {
+            continue;
+        };
+        let mark = format!("\"uuid\":{}", js(leaf));
+        if memchr::memmem::find(data, mark.as_bytes()).is_some() {
+            return get_str(&v, "summary").map(str::to_owned);
+        }
     }
     None
 }

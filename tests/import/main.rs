@@ -5,4 +5,5 @@
 mod import_formats;
 mod incremental;
 mod parallel;
+mod titles;
 mod written;
