@@ -37,8 +37,8 @@ pub(crate) struct Builder<'s> {
     step: u64,
     step_open: bool,
     calls: Vec<OpenCall>,
-    /// The current surface nodes this run produced (seqs, in surface order): a compaction
-    /// replaces them all, a Claude Code rewind those after its branch point.
+    /// The current surface nodes (seqs, in surface order), those of earlier runs first: a
+    /// compaction replaces them all, a Claude Code rewind those after its branch point.
     nodes: Vec<u64>,
     compaction_open: Option<(u64, u64)>,
     /// False for a session built from lines another session keeps (inline sidechains).
@@ -86,7 +86,9 @@ impl<'s> Builder<'s> {
             step,
             step_open: work.step.is_some(),
             calls,
-            nodes: Vec::new(),
+            // The surface the earlier runs built: a compaction (or a rewind to a first prompt)
+            // of this run replaces it as one run of the whole file would.
+            nodes: session.messages().iter().map(|m| m.source_seq).collect(),
             compaction_open: None,
             keep_raw: true,
             sidechain_lines: Vec::new(),
@@ -735,6 +737,11 @@ impl<'s> Builder<'s> {
             }),
             None,
         );
+    }
+
+    /// True while a compaction waits for its summary.
+    pub fn compaction_is_open(&self) -> bool {
+        self.compaction_open.is_some()
     }
 
     /// True while a turn is open (after [`Builder::finish`]: one left open for the next run).

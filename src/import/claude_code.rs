@@ -112,6 +112,9 @@ struct State {
     /// In a main file: the `message.id` and first line index of the subagent response the
     /// inline sidechain lines are inside (the sidechains session's build has it pending).
     side_pending: Option<(String, usize)>,
+    /// The index of the last `compact_boundary` line: while its compaction waits for its
+    /// summary line, the lines from there are held back by a run that keeps the turn open.
+    compact_from: usize,
 }
 
 fn usage_of(u: &Value) -> Option<String> {
@@ -156,6 +159,7 @@ pub(crate) fn build(
         unresolved: Vec::new(),
         line: 0,
         side_pending: None,
+        compact_from: 0,
     };
     // The "Warmup" lines met (their `uuid`s, in order), the last ones of an earlier run too: a
     // Warmup answer may come in the run after its prompt.
@@ -251,6 +255,7 @@ pub(crate) fn build(
                     "compact_boundary" => {
                         flush(b, &mut st);
                         b.compact_start();
+                        st.compact_from = i;
                     }
                     "turn_duration" => {
                         flush(b, &mut st);
@@ -282,7 +287,9 @@ pub(crate) fn build(
         // The response the lines end inside may go on (its next block, its usage).
         let main = st.pending.as_ref().map(|p| p.from);
         let side = st.side_pending.as_ref().map(|p| p.1);
-        b.hold_from = main.into_iter().chain(side).min();
+        // A compaction whose summary line has not come yet.
+        let compaction = b.compaction_is_open().then_some(st.compact_from);
+        b.hold_from = main.into_iter().chain(side).chain(compaction).min();
     }
     flush(b, &mut st);
     b.finish(true);

@@ -357,7 +357,7 @@ fn claude_code_lines_of_one_response_are_one_step_with_usage_once() {
     let dir = tempfile::tempdir().unwrap();
     let u = r#""usage":{"input_tokens":100,"output_tokens":7,"cache_read_input_tokens":50}"#;
     let lines = [
-        r#"{"type":"summary","summary":"Listing","leafUuid":"x"}"#.to_string(),
+        r#"{"type":"summary","summary":"Listing","leafUuid":"a3"}"#.to_string(),
         r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"s2"}"#.to_string(),
         format!(r#"{{"parentUuid":"u1","type":"assistant","message":{{"id":"m1","role":"assistant","model":"c","content":[{{"type":"thinking","thinking":"hmm","signature":"sig"}}],{u}}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"s2"}}"#),
         format!(r#"{{"parentUuid":"a1","type":"assistant","message":{{"id":"m1","role":"assistant","model":"c","content":[{{"type":"tool_use","id":"t1","name":"Read","input":{{"file_path":"/a"}}}}],{u}}},"uuid":"a2","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"s2"}}"#),

@@ -373,3 +373,32 @@ fn a_warmup_answer_in_the_run_after_its_prompt_is_still_noise() {
         "a Warmup makes no session"
     );
 }
+
+/// A compaction in a later run replaces the surface the earlier runs built, as in one run of the
+/// whole file (before, it replaced only the nodes of its own run, and the derived history kept
+/// everything before the cut); a run that ends between a `compact_boundary` and its summary line
+/// holds the compaction back instead of ending it `ok: false`. Checked at every line.
+#[test]
+fn a_compaction_in_a_later_run_replaces_the_earlier_runs_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"first question"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"k1"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"first answer"}],"usage":{"input_tokens":5,"output_tokens":2}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"k1"}"#,
+        r#"{"parentUuid":"a1","type":"system","subtype":"turn_duration","durationMs":1000,"uuid":"d1","timestamp":"2025-06-10T12:00:01.500Z","sessionId":"k1"}"#,
+        r#"{"parentUuid":null,"logicalParentUuid":"d1","type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":100},"uuid":"c1","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"k1"}"#,
+        r#"{"parentUuid":"c1","type":"user","message":{"role":"user","content":"This session is being continued from a previous conversation. Summary: first question answered."},"isCompactSummary":true,"uuid":"s1","timestamp":"2025-06-10T12:00:03.000Z","sessionId":"k1"}"#,
+        r#"{"parentUuid":"s1","type":"user","message":{"role":"user","content":"second question"},"uuid":"u2","timestamp":"2025-06-10T12:00:04.000Z","sessionId":"k1"}"#,
+        r#"{"parentUuid":"u2","type":"assistant","message":{"id":"m2","role":"assistant","model":"c","content":[{"type":"text","text":"second answer"}],"usage":{"input_tokens":7,"output_tokens":3}},"uuid":"a2","timestamp":"2025-06-10T12:00:05.000Z","sessionId":"k1"}"#,
+    ];
+    let full = format!("{}\n", lines.join("\n"));
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir.path(), "k1.jsonl", full.as_bytes(), k);
+    }
+    let store = Store::open(dir.path().join("one-1/store")).unwrap();
+    let history = format!(
+        "{:?}",
+        reader(&store, "claude-k1").messages().unwrap().to_vec()
+    );
+    assert!(!history.contains("first answer"), "{history}");
+    assert!(history.contains("Summary: first question answered"));
+}
