@@ -2,8 +2,9 @@
 //! `agent-<id>.jsonl` beside them or under `<session>/subagents/`).
 //!
 //! A typed prompt starts a turn; each API response (the assistant lines sharing a `message.id`,
-//! one content block per line) is one step with one `assistant/message`, its usage counted once
-//! (from the last line); `tool_result` blocks answer the calls by id, with `toolUseResult` kept as
+//! one content block per line) is one step with one `assistant/message`, its usage the last
+//! line's (each line carries the response's usage so far; a response split by other lines gets a
+//! second message with the usage its lines add); `tool_result` blocks answer the calls by id, with `toolUseResult` kept as
 //! the result's `meta`. Inline sidechain lines of a main file (subagent traffic of 1.0.x) are
 //! kept as `import/line` events and never counted in the parent; a subagent file is a session of
 //! its own whose `parentSession` is the main session's. `docs/import.md` has the mapping.
@@ -91,7 +92,7 @@ struct Pending {
     blocks: Vec<String>,
     calls: Vec<(String, String, String)>,
     held: Vec<(u64, crate::event::Value)>,
-    usage: Option<String>,
+    usage: Option<Usage>,
     model: Option<String>,
     api_error: Option<String>,
     time: i64,
@@ -100,6 +101,8 @@ struct Pending {
 struct State {
     pending: Option<Pending>,
     last_id: Option<String>,
+    /// The usage written for the response `last_id` so far (its later part counts the rest).
+    counted: Option<Usage>,
     /// For each `uuid` of a main-thread line seen in this run: the last surface node once the
     /// line's content is in (a typed prompt whose `parentUuid` names a line with nodes after
     /// its mark is a rewind).
@@ -117,21 +120,83 @@ struct State {
     compact_from: usize,
 }
 
-fn usage_of(u: &Value) -> Option<String> {
-    let n = |k: &str| get(u, k).and_then(Value::as_u64);
-    let mut s = format!(
-        "{{\"inputTokens\":{},\"outputTokens\":{}",
-        n("input_tokens")?,
-        n("output_tokens").unwrap_or(0)
-    );
-    if let Some(c) = n("cache_read_input_tokens") {
-        s.push_str(&format!(",\"cacheReadTokens\":{c}"));
+/// A response's usage as its lines give it: each line carries the response's usage so far, the
+/// last one its whole usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Usage {
+    input: u64,
+    output: u64,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+}
+
+impl Usage {
+    /// The usage object of a line's `message.usage`.
+    fn of(u: &Value) -> Option<Usage> {
+        let n = |k: &str| get(u, k).and_then(Value::as_u64);
+        Some(Usage {
+            input: n("input_tokens")?,
+            output: n("output_tokens").unwrap_or(0),
+            cache_read: n("cache_read_input_tokens"),
+            cache_write: n("cache_creation_input_tokens"),
+        })
     }
-    if let Some(c) = n("cache_creation_input_tokens") {
-        s.push_str(&format!(",\"cacheWriteTokens\":{c}"));
+
+    /// What this usage adds to `counted` (the part of the same response written before), or
+    /// `None` when it adds nothing.
+    fn since(self, counted: Usage) -> Option<Usage> {
+        let d = |a: Option<u64>, b: Option<u64>| a.map(|a| a.saturating_sub(b.unwrap_or(0)));
+        let added = Usage {
+            input: self.input.saturating_sub(counted.input),
+            output: self.output.saturating_sub(counted.output),
+            cache_read: d(self.cache_read, counted.cache_read),
+            cache_write: d(self.cache_write, counted.cache_write),
+        };
+        let any = added.input > 0
+            || added.output > 0
+            || added.cache_read.is_some_and(|n| n > 0)
+            || added.cache_write.is_some_and(|n| n > 0);
+        any.then_some(added)
     }
-    s.push('}');
-    Some(s)
+
+    /// The usage object of an `assistant/message` (docs/import.md).
+    fn to_json(self) -> String {
+        let mut s = format!(
+            "{{\"inputTokens\":{},\"outputTokens\":{}",
+            self.input, self.output
+        );
+        if let Some(c) = self.cache_read {
+            s.push_str(&format!(",\"cacheReadTokens\":{c}"));
+        }
+        if let Some(c) = self.cache_write {
+            s.push_str(&format!(",\"cacheWriteTokens\":{c}"));
+        }
+        s.push('}');
+        s
+    }
+
+    fn to_value(self) -> Value {
+        let mut m = crate::event::Map::new();
+        let _ = m.push("input", self.input.into());
+        let _ = m.push("output", self.output.into());
+        if let Some(c) = self.cache_read {
+            let _ = m.push("cacheRead", c.into());
+        }
+        if let Some(c) = self.cache_write {
+            let _ = m.push("cacheWrite", c.into());
+        }
+        Value::Object(m)
+    }
+
+    fn from_value(v: &Value) -> Option<Usage> {
+        let n = |k: &str| get(v, k).and_then(Value::as_u64);
+        Some(Usage {
+            input: n("input")?,
+            output: n("output")?,
+            cache_read: n("cacheRead"),
+            cache_write: n("cacheWrite"),
+        })
+    }
 }
 
 /// Builds the events of a transcript's lines.
@@ -155,6 +220,11 @@ pub(crate) fn build(
             .as_ref()
             .and_then(|r| get_str(r, "lastMessageId"))
             .map(str::to_owned),
+        counted: b
+            .resume_in
+            .as_ref()
+            .and_then(|r| get(r, "lastUsage"))
+            .and_then(Usage::from_value),
         marks: std::collections::HashMap::new(),
         unresolved: Vec::new(),
         line: 0,
@@ -284,7 +354,9 @@ pub(crate) fn build(
         }
     }
     if b.keep_open {
-        // The response the lines end inside may go on (its next block, its usage).
+        // The response the lines end inside may go on: its next block (a call after a call:
+        // written as two messages, the first call would be unanswered when the second comes),
+        // its usage.
         let main = st.pending.as_ref().map(|p| p.from);
         let side = st.side_pending.as_ref().map(|p| p.1);
         // A compaction whose summary line has not come yet.
@@ -296,6 +368,9 @@ pub(crate) fn build(
     let mut m = crate::event::Map::new();
     if let Some(id) = st.last_id {
         let _ = m.push("lastMessageId", id.into());
+        if let Some(u) = st.counted {
+            let _ = m.push("lastUsage", u.to_value());
+        }
     }
     if !warmup.is_empty() {
         // A Warmup exchange is a prompt and an answer or two: the last few lines are enough.
@@ -374,7 +449,7 @@ fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
             _ => p.blocks.push(block.to_string()),
         }
     }
-    if let Some(u) = get(msg, "usage").and_then(usage_of) {
+    if let Some(u) = get(msg, "usage").and_then(Usage::of) {
         p.usage = Some(u);
     }
     if let Some(m) = get_str(msg, "model") {
@@ -406,9 +481,24 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
         b.start_step(request.as_deref());
     }
     b.give_carry(p.held);
-    // A response split by other lines keeps its usage on its first part only.
-    let usage = if continued { None } else { p.usage.as_deref() };
-    b.assistant(&p.blocks, p.model.as_deref(), "anthropic", usage, &p.calls);
+    // A response split by other lines: its later part has the usage its lines add.
+    let usage = match (continued, p.usage) {
+        (true, Some(u)) => u.since(st.counted.unwrap_or_default()),
+        (_, u) => u,
+    };
+    if p.usage.is_some() {
+        st.counted = p.usage;
+    } else if !continued {
+        st.counted = None;
+    }
+    let usage = usage.map(Usage::to_json);
+    b.assistant(
+        &p.blocks,
+        p.model.as_deref(),
+        "anthropic",
+        usage.as_deref(),
+        &p.calls,
+    );
     let mark = b.surface_mark();
     for u in st.unresolved.drain(..) {
         st.marks.insert(u, mark);

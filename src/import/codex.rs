@@ -218,7 +218,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         }
     }
     if b.keep_open && st.pending.items > 0 {
-        // The model output the lines end inside may go on (its next item, its token count).
+        // The model output the lines end inside may go on: its next item (a call after a call:
+        // written as two messages, the first call would be unanswered when the second comes),
+        // its token count.
         b.hold_from = Some(st.pending.from);
     }
     flush(b, &mut st);

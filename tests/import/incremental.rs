@@ -75,9 +75,9 @@ fn assert_split_equals_one_shot(dir: &Path, name: &str, full: &[u8], k: usize) {
 }
 
 /// Every real sample, cut at several lines: imported with `keep_open` up to the cut, then whole,
-/// it gives the one-shot import's history and statistics. Before, a response cut by a run
-/// became two assistant messages with the usage of its first lines only, and a Codex
-/// `token_count` after the cut was never counted.
+/// it gives the one-shot import's history (as rendered) and statistics, tokens included.
+/// Before, a response cut by a run became two assistant messages with the usage of its first
+/// lines only, and a Codex `token_count` after the cut was never counted.
 #[test]
 fn a_file_imported_while_written_gives_the_finished_files_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -401,4 +401,36 @@ fn a_compaction_in_a_later_run_replaces_the_earlier_runs_history() {
     );
     assert!(!history.contains("first answer"), "{history}");
     assert!(history.contains("Summary: first question answered"));
+}
+
+/// Each line of a Claude Code response carries the response's usage so far. A response whose
+/// lines a tool result splits is two `assistant/message`s in its step: the second has the usage
+/// its lines add, so the sums are the response's last usage (before, the second had none, and
+/// the output tokens of its lines were lost).
+#[test]
+fn a_response_split_by_a_result_counts_its_whole_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "w1.jsonl",
+        &[
+            r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"look"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"w1"}"#,
+            r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"tool_use","id":"ta","name":"Read","input":{}}],"usage":{"input_tokens":5,"output_tokens":10,"cache_read_input_tokens":100}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"w1"}"#,
+            r#"{"parentUuid":"a1","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"ta","content":"a"}]},"uuid":"r1","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"w1"}"#,
+            r#"{"parentUuid":"r1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"tool_use","id":"tb","name":"Read","input":{}}],"usage":{"input_tokens":5,"output_tokens":30,"cache_read_input_tokens":100}},"uuid":"a2","timestamp":"2025-06-10T12:00:03.000Z","sessionId":"w1"}"#,
+            r#"{"parentUuid":"a2","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tb","content":"b"}]},"uuid":"r2","timestamp":"2025-06-10T12:00:04.000Z","sessionId":"w1"}"#,
+        ],
+        "\n",
+    );
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let r = reader(&store, "claude-w1");
+    let t = types(&r);
+    assert_eq!(t.iter().filter(|x| *x == "step/start").count(), 1, "{t:?}");
+    let tokens = r.stats().unwrap().tokens;
+    assert_eq!(
+        (tokens.input, tokens.output, tokens.cache_read),
+        (5, 30, 100),
+        "{tokens:?}"
+    );
 }
