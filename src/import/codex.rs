@@ -169,6 +169,16 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             "event_msg" => {
                 let t = get_str(payload, "type").unwrap_or("unknown");
                 match t {
+                    // The user wrote: the model output before it is over, and the next one is
+                    // a new request (in a file whose prompts are only these mirrors, two
+                    // answers would run together).
+                    "user_message" => {
+                        flush(b, &mut st);
+                        if b.step_is_open() {
+                            b.end_step();
+                        }
+                        st.after_output = false;
+                    }
                     "task_started" => {
                         flush(b, &mut st);
                         st.saw_task_events = true;

@@ -5,5 +5,6 @@
 mod import_formats;
 mod incremental;
 mod parallel;
+mod robustness;
 mod titles;
 mod written;
