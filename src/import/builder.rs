@@ -51,10 +51,33 @@ pub(crate) struct Builder<'s> {
     pub resume_in: Option<Value>,
     /// The format builder's state to save for the next run.
     pub resume_out: Option<Value>,
-    /// With `keep_open`: the index (in the lines given) of the first line of a response the
-    /// lines end inside (its last lines, or the line that shows it finished, may still come).
-    /// The import holds the lines from there back for the next run (`build_holding`).
-    pub hold_from: Option<usize>,
+    /// With `keep_open`: where the lines the import may hold back for the next run start
+    /// (`build_holding`).
+    pub hold: HoldFrom,
+}
+
+/// Where a build's lines end inside something that may go on: the index (in the lines given)
+/// of the first line of it, `None` when nothing is unfinished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HoldFrom {
+    /// A response (or compaction) the lines end inside: its last lines, or the line that shows
+    /// it finished, may still come. Held while the file is being written.
+    pub maybe: Option<usize>,
+    /// A response that surely goes on: its last block is reasoning, which a response never
+    /// ends with. Held however long the file has been quiet (a run that does not keep the turn
+    /// open imports it).
+    pub surely: Option<usize>,
+}
+
+impl HoldFrom {
+    /// Adds a place where something unfinished starts (`surely`: it surely goes on).
+    pub fn add(&mut self, from: usize, surely: bool) {
+        let min = |a: Option<usize>| Some(a.map_or(from, |a| a.min(from)));
+        self.maybe = min(self.maybe);
+        if surely {
+            self.surely = min(self.surely);
+        }
+    }
 }
 
 impl<'s> Builder<'s> {
@@ -95,7 +118,7 @@ impl<'s> Builder<'s> {
             keep_open: false,
             resume_in: None,
             resume_out: None,
-            hold_from: None,
+            hold: HoldFrom::default(),
         }
     }
 
@@ -121,7 +144,7 @@ impl<'s> Builder<'s> {
             keep_open: false,
             resume_in: None,
             resume_out: None,
-            hold_from: None,
+            hold: HoldFrom::default(),
         }
     }
 

@@ -93,6 +93,8 @@ struct Pending {
     calls: Vec<(String, String, String)>,
     held: Vec<(u64, crate::event::Value)>,
     usage: Option<Usage>,
+    /// Its last block is a thinking block: more blocks surely follow.
+    ends_thinking: bool,
     model: Option<String>,
     api_error: Option<String>,
     time: i64,
@@ -112,9 +114,10 @@ struct State {
     unresolved: Vec<String>,
     /// The index of the line being built.
     line: usize,
-    /// In a main file: the `message.id` and first line index of the subagent response the
-    /// inline sidechain lines are inside (the sidechains session's build has it pending).
-    side_pending: Option<(String, usize)>,
+    /// In a main file: the `message.id`, first line index and whether its last block is a
+    /// thinking block, of the subagent response the inline sidechain lines are inside (the
+    /// sidechains session's build has it pending).
+    side_pending: Option<(String, usize, bool)>,
     /// The index of the last `compact_boundary` line: while its compaction waits for its
     /// summary line, the lines from there are held back by a run that keeps the turn open.
     compact_from: usize,
@@ -281,8 +284,13 @@ pub(crate) fn build(
                         .and_then(|m| get_str(m, "id"))
                         .or_else(|| get_str(v, "uuid"))
                         .unwrap_or("");
-                    if st.side_pending.as_ref().is_none_or(|(p, _)| p != id) {
-                        st.side_pending = Some((id.to_owned(), i));
+                    let thinking = match get(v, "message").and_then(|m| get(m, "content")) {
+                        Some(Value::Array(items)) => items.last().is_some_and(is_thinking),
+                        _ => false,
+                    };
+                    match &mut st.side_pending {
+                        Some((p, _, last)) if p == id => *last = thinking,
+                        _ => st.side_pending = Some((id.to_owned(), i, thinking)),
                     }
                 }
                 "user" => st.side_pending = None,
@@ -356,12 +364,17 @@ pub(crate) fn build(
     if b.keep_open {
         // The response the lines end inside may go on: its next block (a call after a call:
         // written as two messages, the first call would be unanswered when the second comes),
-        // its usage.
-        let main = st.pending.as_ref().map(|p| p.from);
-        let side = st.side_pending.as_ref().map(|p| p.1);
+        // its usage. After a thinking block, it surely does.
+        if let Some(p) = &st.pending {
+            b.hold.add(p.from, p.ends_thinking);
+        }
+        if let Some((_, from, thinking)) = &st.side_pending {
+            b.hold.add(*from, *thinking);
+        }
         // A compaction whose summary line has not come yet.
-        let compaction = b.compaction_is_open().then_some(st.compact_from);
-        b.hold_from = main.into_iter().chain(side).chain(compaction).min();
+        if b.compaction_is_open() {
+            b.hold.add(st.compact_from, false);
+        }
     }
     flush(b, &mut st);
     b.finish(true);
@@ -407,6 +420,7 @@ fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
         calls: Vec::new(),
         held: Vec::new(),
         usage: None,
+        ends_thinking: false,
         model: None,
         api_error: None,
         time: b.time,
@@ -416,6 +430,9 @@ fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
         Some(s @ Value::String(_)) => vec![s],
         _ => Vec::new(),
     };
+    if let Some(last) = blocks.last() {
+        p.ends_thinking = is_thinking(last);
+    }
     for block in blocks {
         match (block, get_str(block, "type")) {
             (Value::String(s), _) => p.blocks.push(text_block(s)),
@@ -509,6 +526,14 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
     st.last_id = Some(p.id);
     b.time = now;
     b.give_carry(current);
+}
+
+/// A thinking block (`thinking`, `redacted_thinking`): a response never ends with one.
+fn is_thinking(block: &Value) -> bool {
+    matches!(
+        get_str(block, "type"),
+        Some("thinking" | "redacted_thinking")
+    )
 }
 
 fn first_text(content: &Value) -> Option<&str> {

@@ -85,6 +85,8 @@ struct Pending {
     time: i64,
     /// The index of the first item's line (in the lines given to [`build`]).
     from: usize,
+    /// The last item is reasoning: an output never ends with it, more surely follows.
+    ends_reasoning: bool,
 }
 
 struct State {
@@ -230,8 +232,8 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     if b.keep_open && st.pending.items > 0 {
         // The model output the lines end inside may go on: its next item (a call after a call:
         // written as two messages, the first call would be unanswered when the second comes),
-        // its token count.
-        b.hold_from = Some(st.pending.from);
+        // its token count. After reasoning, it surely does.
+        b.hold.add(st.pending.from, st.pending.ends_reasoning);
     }
     flush(b, &mut st);
     b.finish(!st.saw_task_events);
@@ -299,6 +301,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
             match role {
                 "assistant" => {
                     model_output(b, st);
+                    st.pending.ends_reasoning = false;
                     st.pending.blocks.extend(blocks_of(content));
                     st.pending.held.extend(b.take_carry());
                 }
@@ -331,6 +334,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
         }
         "reasoning" => {
             model_output(b, st);
+            st.pending.ends_reasoning = true;
             let mut text = String::new();
             if let Some(Value::Array(items)) = get(p, "summary") {
                 for s in items.iter().filter_map(|s| get_str(s, "text")) {
@@ -349,6 +353,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
         }
         "function_call" | "custom_tool_call" | "local_shell_call" => {
             model_output(b, st);
+            st.pending.ends_reasoning = false;
             let id = get_str(p, "call_id")
                 .or_else(|| get_str(p, "id"))
                 .unwrap_or("")

@@ -26,7 +26,7 @@ pub mod codex;
 mod deferred;
 mod sidechains;
 
-pub(crate) use builder::{text_block, Builder};
+pub(crate) use builder::{text_block, Builder, HoldFrom};
 use sidechains::Sidechains;
 
 use std::collections::BTreeMap;
@@ -685,22 +685,40 @@ struct Built {
     result: Result<()>,
 }
 
+/// What a run holds back for the next one ([`build_holding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// Nothing: a run that closes what the source leaves open.
+    Nothing,
+    /// What surely goes on ([`HoldFrom::surely`]): a run that keeps the turn open, of a file
+    /// quiet for [`HOLD_QUIET`].
+    Surely,
+    /// Whatever may go on ([`HoldFrom::maybe`]): a run that keeps the turn open, of a file
+    /// written within [`HOLD_QUIET`].
+    Maybe,
+}
+
 /// Builds `lines` with `build` (which makes a builder over the summary and the lines, builds,
-/// and returns what it gave with the builder's hold point). With `hold` (a run that keeps the
-/// turn open, of a file written within [`HOLD_QUIET`]), the lines of a response the source
-/// ends inside are held back for the next run ([`Builder::hold_from`]): the lines before them
-/// are built again without them (with the summary as it was), so that a file imported while
-/// it is written gives the events the finished file gives (one `assistant/message` per
-/// response, with its final usage, Codex's token count after it included).
+/// and returns what it gave with the builder's hold points). Per `hold`, the lines of a
+/// response the source ends inside are held back for the next run ([`Builder::hold`]): the
+/// lines before them are built again without them (with the summary as it was), so that a
+/// file imported while it is written gives the events the finished file gives (one
+/// `assistant/message` per response, with its final usage, Codex's token count after it
+/// included).
 fn build_holding<'d>(
     summary: &mut Summary,
     lines: &mut NewLines<'d>,
-    hold: bool,
-    mut build: impl FnMut(&mut Summary, &[SrcLine<'d>]) -> (Built, Option<usize>),
+    hold: Hold,
+    mut build: impl FnMut(&mut Summary, &[SrcLine<'d>]) -> (Built, HoldFrom),
 ) -> Built {
-    let before = hold.then(|| summary.clone());
-    let (built, hold) = build(summary, &lines.src);
-    match (before, hold) {
+    let before = (hold != Hold::Nothing).then(|| summary.clone());
+    let (built, from) = build(summary, &lines.src);
+    let from = match hold {
+        Hold::Nothing => None,
+        Hold::Surely => from.surely,
+        Hold::Maybe => from.maybe,
+    };
+    match (before, from) {
         (Some(before), Some(from)) if built.result.is_ok() && from < lines.src.len() => {
             *summary = before;
             lines.hold_back(from);
@@ -713,7 +731,7 @@ fn build_holding<'d>(
 }
 
 /// Takes what `builder` built (`result`: its build's outcome), and its hold point.
-fn take_built(mut builder: Builder<'_>, result: Result<()>) -> (Built, Option<usize>) {
+fn take_built(mut builder: Builder<'_>, result: Result<()>) -> (Built, HoldFrom) {
     let built = Built {
         drafts: std::mem::take(&mut builder.out),
         sidechains: std::mem::take(&mut builder.sidechain_lines),
@@ -721,7 +739,7 @@ fn take_built(mut builder: Builder<'_>, result: Result<()>) -> (Built, Option<us
         resume: builder.resume_out.take(),
         result,
     };
-    (built, builder.hold_from)
+    (built, builder.hold)
 }
 
 /// Runs the format's mapping over `src`.
@@ -746,9 +764,13 @@ fn import_source(
     summary: &mut Summary,
 ) -> Result<()> {
     let (first_line, size, modified) = read_head(path)?;
-    // Lines of a response the file ends inside are held back only from a run that keeps the
-    // turn open, while the file is being written.
-    let hold = keep_open && written_lately(modified);
+    // Lines of a response the file ends inside are held back only by a run that keeps the
+    // turn open: while the file is being written, or when the response surely goes on.
+    let hold = match (keep_open, written_lately(modified)) {
+        (false, _) => Hold::Nothing,
+        (true, false) => Hold::Surely,
+        (true, true) => Hold::Maybe,
+    };
     let first_line = first_line.as_slice();
     summary.files += 1;
     let format = match format.or_else(|| detect(first_line)) {
@@ -880,7 +902,7 @@ fn new_session(
     abs: &Path,
     data: &[u8],
     keep_open: bool,
-    hold: bool,
+    hold: Hold,
     summary: &mut Summary,
 ) -> Result<()> {
     let id = meta.id.clone();
@@ -954,7 +976,7 @@ fn continue_session(
     session: &Session,
     mut state: SourceState,
     keep_open: bool,
-    hold: bool,
+    hold: Hold,
     summary: &mut Summary,
 ) -> Result<()> {
     let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {

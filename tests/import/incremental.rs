@@ -193,6 +193,41 @@ fn a_held_back_response_is_imported_once_the_file_is_quiet() {
     assert!(out == std::fs::read(&file).unwrap());
 }
 
+/// A response whose last line so far is a thinking block (Codex: reasoning) surely goes on (no
+/// response ends with one): a run that keeps the turn open holds it back however long the file
+/// has been quiet (the model may think, or write a long tool input, for more than 5 seconds),
+/// so it is never cut into a reasoning-only message and the rest; a run that closes imports it.
+#[test]
+fn a_response_ending_in_thinking_is_held_however_quiet_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"write it"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"h1"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"thinking","thinking":"a long file","signature":"s"}],"usage":{"input_tokens":3,"output_tokens":4}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"h1"}"#,
+    ];
+    let mut codex = codex_prelude("h2");
+    codex.push(r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"reasoning","summary":[],"content":null,"encrypted_content":"e"}}"#.to_string());
+    let codex: Vec<&str> = codex.iter().map(String::as_str).collect();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    for (name, id, lines) in [
+        ("h1.jsonl", "claude-h1", &claude[..]),
+        ("h2.jsonl", "codex-h2", &codex[..]),
+    ] {
+        let file = write(dir.path(), name, lines, "\n");
+        make_quiet(&file);
+        import_keep_open(&store, &file, true);
+        let t = types(&reader(&store, id));
+        assert!(!t.iter().any(|x| x == "assistant/message"), "{name}: {t:?}");
+        let last = import_keep_open(&store, &file, false);
+        let t = types(&reader(&store, id));
+        assert_eq!(
+            t.iter().filter(|x| *x == "assistant/message").count(),
+            1,
+            "{name}: {t:?} {:?}",
+            last.warnings
+        );
+    }
+}
+
 /// A 1.0.x main file holds its subagents' traffic inline, one subagent after another, each
 /// prompt a new root (`parentUuid: null`). Each is a turn of the `-sidechains` session, and the
 /// derived history keeps every one (before, each new prompt was taken for an edited first
