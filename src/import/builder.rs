@@ -97,12 +97,7 @@ impl<'s> Builder<'s> {
             .collect();
         let step = lifecycle.next_step().map_or(0, |n| n.saturating_sub(1));
         Builder {
-            summary,
-            file,
-            out: Vec::new(),
             next_seq: session.len(),
-            carry: Vec::new(),
-            line: 0,
             time: session.last_event_time().unwrap_or(0),
             last_turn,
             turn_open: work.turn.is_some(),
@@ -112,13 +107,7 @@ impl<'s> Builder<'s> {
             // The surface the earlier runs built: a compaction (or a rewind to a first prompt)
             // of this run replaces it as one run of the whole file would.
             nodes: session.messages().iter().map(|m| m.source_seq).collect(),
-            compaction_open: None,
-            keep_raw: true,
-            sidechain_lines: Vec::new(),
-            keep_open: false,
-            resume_in: None,
-            resume_out: None,
-            hold: HoldFrom::default(),
+            ..Builder::fresh(summary, file)
         }
     }
 
