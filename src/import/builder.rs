@@ -8,7 +8,7 @@ use crate::event::{
     ReasonKind, StepEnd, StepStart, SurfaceOp, SystemMessage, ToolCall, ToolContent, ToolMessage,
     ToolResult, TurnEnd, TurnEndReason, TurnStart, UnknownEvent, UserMessage, Value,
 };
-use crate::session::Session;
+use crate::session::{Session, SessionReader};
 
 use super::{js, SrcLine, Summary, HEX, LINE_EVENT, SOURCE_MEMBER};
 
@@ -54,6 +54,9 @@ pub(crate) struct Builder<'s> {
     /// With `keep_open`: where the lines the import may hold back for the next run start
     /// (`build_holding`).
     pub hold: HoldFrom,
+    /// The events earlier runs wrote (a reader, and how many there were): the lines a branch
+    /// point of this run may name ([`Builder::earlier_mark`]).
+    earlier: Option<(SessionReader, u64)>,
 }
 
 /// Where a build's lines end inside something that may go on: the index (in the lines given)
@@ -107,6 +110,7 @@ impl<'s> Builder<'s> {
             // The surface the earlier runs built: a compaction (or a rewind to a first prompt)
             // of this run replaces it as one run of the whole file would.
             nodes: session.messages().iter().map(|m| m.source_seq).collect(),
+            earlier: (!session.is_empty()).then(|| (session.reader(), session.len())),
             ..Builder::fresh(summary, file)
         }
     }
@@ -134,6 +138,7 @@ impl<'s> Builder<'s> {
             resume_in: None,
             resume_out: None,
             hold: HoldFrom::default(),
+            earlier: None,
         }
     }
 
@@ -326,6 +331,45 @@ impl<'s> Builder<'s> {
     /// from the current line goes back to.
     pub fn surface_mark(&self) -> Option<u64> {
         self.nodes.last().copied()
+    }
+
+    /// The [`Builder::surface_mark`] an earlier run took after its line whose `uuid` member is
+    /// `uuid` (a Claude Code line): the last surface node, still current, built before the
+    /// events of the lines after it. `None` when no earlier run kept such a line (and for a
+    /// session whose events keep no source lines). The events are searched from the last one
+    /// back: the line a run's first prompt continues from is usually the last one of the run
+    /// before.
+    pub fn earlier_mark(&self, uuid: &str) -> Option<Option<u64>> {
+        let (reader, len) = self.earlier.as_ref().filter(|_| self.keep_raw)?;
+        // The first event after the one being looked at that keeps a line: the events between
+        // are built from that one's lines (a response's calls after its message).
+        let mut next_with_lines = *len;
+        for seq in (0..*len).rev() {
+            // An unreadable event is one this search cannot use (the export reports it).
+            let Ok(ev) = reader.get(seq) else {
+                continue;
+            };
+            let Some(entries) = ev.extra.get(SOURCE_MEMBER).and_then(|v| v.as_array()) else {
+                continue;
+            };
+            let found = entries.iter().any(|entry| {
+                entry
+                    .get("raw")
+                    .and_then(|v| v.as_str())
+                    .filter(|raw| raw.contains(uuid))
+                    .and_then(|raw| parse_json(raw).ok())
+                    .is_some_and(|line| {
+                        line.get("uuid").and_then(Value::as_str) == Some(uuid)
+                            && line.get("isSidechain").and_then(Value::as_bool) != Some(true)
+                    })
+            });
+            if found {
+                let before = next_with_lines;
+                return Some(self.nodes.iter().rev().copied().find(|&n| n < before));
+            }
+            next_with_lines = seq;
+        }
+        None
     }
 
     /// True when surface nodes were added after `mark` (a [`Builder::surface_mark`]; `None`:

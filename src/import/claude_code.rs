@@ -305,15 +305,18 @@ pub(crate) fn build(
             "assistant" => assistant(b, &mut st, v),
             "user" => {
                 flush(b, &mut st);
-                // Where the thread continues from: the mark of the line `parentUuid` names
-                // (unknown: a root, or a line of an earlier run or of another file).
-                // `null` with messages before: a new root (the first prompt was edited); in
-                // subagent traffic, the next subagent's prompt (subagents run one after
-                // another, each its own thread: nothing is abandoned).
+                // Where the thread continues from: the mark of the line `parentUuid` names,
+                // of this run or of an earlier one (unknown: a root, or a line of another
+                // file). `null` with messages before: a new root (the first prompt was
+                // edited); in subagent traffic, the next subagent's prompt (subagents run one
+                // after another, each its own thread: nothing is abandoned).
                 let back = match get(v, "parentUuid") {
-                    Some(Value::String(p)) => st.marks.get(p.as_str()).copied(),
-                    Some(Value::Null) if !agent_file => Some(None),
-                    _ => None,
+                    Some(Value::String(p)) => match st.marks.get(p.as_str()) {
+                        Some(&mark) => Back::Mark(mark),
+                        None => Back::Earlier(p),
+                    },
+                    Some(Value::Null) if !agent_file => Back::Mark(None),
+                    _ => Back::Unknown,
                 };
                 user(b, v, back);
                 b.end_line("user/other");
@@ -563,9 +566,20 @@ fn result_content(c: Option<&Value>) -> String {
     }
 }
 
-/// One user line: tool results, a typed prompt (a new turn), or injected text. `back` is the
-/// surface mark of the line its `parentUuid` names, when that line was seen in this run.
-fn user(b: &mut Builder<'_>, v: &Value, back: Option<Option<u64>>) {
+/// Where a user line continues the thread from (its `parentUuid`).
+enum Back<'a> {
+    /// After a line of this run (its [`Builder::surface_mark`]), or from the start.
+    Mark(Option<u64>),
+    /// After a line this run has not seen: of an earlier run (looked up only for a typed
+    /// prompt, [`Builder::earlier_mark`]), or of another file.
+    Earlier(&'a str),
+    /// Not known.
+    Unknown,
+}
+
+/// One user line: tool results, a typed prompt (a new turn), or injected text. `back`: where
+/// its `parentUuid` says the thread continues from (a rewind when more came after that).
+fn user(b: &mut Builder<'_>, v: &Value, back: Back<'_>) {
     let Some(content) = get(v, "message").and_then(|m| get(m, "content")) else {
         return;
     };
@@ -613,6 +627,11 @@ fn user(b: &mut Builder<'_>, v: &Value, back: Option<Option<u64>>) {
         }
         b.start_turn();
         let envelope = "{\"source\":\"claude-code\",\"kind\":\"prompt\"}";
+        let back = match back {
+            Back::Mark(mark) => Some(mark),
+            Back::Earlier(uuid) => b.earlier_mark(uuid),
+            Back::Unknown => None,
+        };
         match back {
             // A rewind: the prompt continues from an earlier message, so what was said after
             // that message (the abandoned branch) leaves the history; its events and lines stay.

@@ -368,6 +368,68 @@ fn a_compaction_in_a_later_run_replaces_the_earlier_runs_history() {
     assert!(history.contains("Summary: first question answered"));
 }
 
+/// A rewind in a later run (a typed prompt whose `parentUuid` names a line an earlier run
+/// imported, with more after it) leaves the abandoned branch out of the history, as in one run
+/// of the whole file. Before, the branch points were known within one run only, and the
+/// history of a file imported while written kept the abandoned branch. Checked at every line.
+#[test]
+fn a_rewind_to_a_line_of_an_earlier_run_leaves_the_branch_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |uuid: &str, parent: &str, ty: &str, second: u32, rest: &str| {
+        format!(
+            r#"{{"parentUuid":"{parent}","isSidechain":false,"type":"{ty}",{rest},"uuid":"{uuid}","timestamp":"2025-06-10T12:00:{second:02}.000Z","sessionId":"rw2"}}"#
+        )
+    };
+    let prompt = |text: &str| format!(r#""message":{{"role":"user","content":"{text}"}}"#);
+    let said = |id: &str, block: &str| {
+        format!(
+            r#""message":{{"id":"{id}","type":"message","role":"assistant","model":"c","content":[{block}],"usage":{{"input_tokens":3,"output_tokens":2}}}}"#
+        )
+    };
+    let text = |t: &str| format!(r#"{{"type":"text","text":"{t}"}}"#);
+    let call = r#"{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}"#;
+    let result = r#""message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"old result"}]}"#;
+    let duration = r#""subtype":"turn_duration","durationMs":5"#;
+    let first = r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"first question"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"rw2"}"#;
+    let lines = [
+        first.to_owned(),
+        line("a1", "u1", "assistant", 1, &said("m1", &text("answer one"))),
+        line("d1", "a1", "system", 2, duration),
+        line("u2", "d1", "user", 3, &prompt("old second question")),
+        line("a2", "u2", "assistant", 4, &said("m2", call)),
+        line("r1", "a2", "user", 5, result),
+        line("a3", "r1", "assistant", 6, &said("m3", &text("old answer"))),
+        line("d2", "a3", "system", 7, duration),
+        // The rewind: the edited second prompt continues from the first turn's end.
+        line("u3", "d1", "user", 8, &prompt("edited second question")),
+        line("a4", "u3", "assistant", 9, &said("m4", &text("new answer"))),
+        line("d3", "a4", "system", 10, duration),
+    ];
+    let full = format!("{}\n", lines.join("\n"));
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir.path(), "rw2.jsonl", full.as_bytes(), k);
+    }
+    for k in [1, 4, 8] {
+        let store = Store::open(dir.path().join(format!("split-{k}/store"))).unwrap();
+        let history = format!(
+            "{:?}",
+            reader(&store, "claude-rw2").messages().unwrap().to_vec()
+        );
+        for gone in ["old second question", "old result", "old answer"] {
+            assert!(
+                !history.contains(gone),
+                "cut at {k}: {gone} kept: {history}"
+            );
+        }
+        for kept in ["answer one", "edited second question", "new answer"] {
+            assert!(
+                history.contains(kept),
+                "cut at {k}: {kept} missing: {history}"
+            );
+        }
+    }
+}
+
 /// Each line of a Claude Code response carries the response's usage so far. A response whose
 /// lines a tool result splits is two `assistant/message`s in its step: the second has the usage
 /// its lines add, so the sums are the response's last usage (before, the second had none, and
