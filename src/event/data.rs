@@ -484,6 +484,37 @@ impl ToolResult {
             extra: Map::new(),
         }
     }
+
+    /// The result that closes call `call_id` (of tool `tool_name`) when its outcome is unknown
+    /// (docs/events.md §7): an error with `error.code` `TOOL_OUTCOME_UNKNOWN`, `content` telling
+    /// the model why, `message` telling a reader.
+    pub(crate) fn outcome_unknown(
+        turn: u64,
+        step: u64,
+        tool_name: String,
+        call_id: String,
+        content: &str,
+        message: &str,
+    ) -> Self {
+        ToolResult {
+            turn,
+            step,
+            message: ToolMessage {
+                tool_name,
+                content: ToolContent::Text(content.to_owned()),
+                is_error: true,
+                extra: Map::new(),
+            },
+            call_id: Opt::Present(call_id),
+            error: Opt::Present(ErrorInfo {
+                code: Opt::Present("TOOL_OUTCOME_UNKNOWN".to_owned()),
+                message: Opt::Present(message.to_owned()),
+                extra: Map::new(),
+            }),
+            meta: Opt::Absent,
+            extra: Map::new(),
+        }
+    }
 }
 
 impl ApprovalDecision {

@@ -509,30 +509,15 @@ impl<'s> Builder<'s> {
                     call.id, call.name
                 ));
                 let (turn, step) = (self.last_turn.unwrap_or(1), self.step);
-                let data = ToolResult {
+                let data = ToolResult::outcome_unknown(
                     turn,
                     step,
-                    message: ToolMessage {
-                        tool_name: call.name,
-                        content: ToolContent::Text(
-                            "The source ended this turn before the tool reported a result; \
-                             its outcome is unknown."
-                                .to_owned(),
-                        ),
-                        is_error: true,
-                        extra: Map::new(),
-                    },
-                    call_id: Opt::Present(call.id),
-                    error: Opt::Present(ErrorInfo {
-                        code: Opt::Present("TOOL_OUTCOME_UNKNOWN".to_owned()),
-                        message: Opt::Present(
-                            "the source recorded no result for this call".to_owned(),
-                        ),
-                        extra: Map::new(),
-                    }),
-                    meta: Opt::Absent,
-                    extra: Map::new(),
-                };
+                    call.name,
+                    call.id,
+                    "The source ended this turn before the tool reported a result; its outcome \
+                     is unknown.",
+                    "the source recorded no result for this call",
+                );
                 self.emit_surface(EventData::ToolResult(data), None);
             }
         }

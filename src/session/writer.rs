@@ -9,9 +9,8 @@ use rkyv::util::AlignedVec;
 
 use crate::error::{Error, Result};
 use crate::event::{
-    access_event, decode_event, encode_event, CompactEnd, Draft, ErrorInfo, Event, EventData,
-    EventType, Map, Opt, ReasonKind, StepEnd, StepStart, SurfaceOp, ToolContent, ToolMessage,
-    ToolResult, TurnEnd, TurnEndReason,
+    access_event, decode_event, encode_event, CompactEnd, Draft, Event, EventData, EventType, Map,
+    Opt, ReasonKind, StepEnd, StepStart, SurfaceOp, ToolResult, TurnEnd, TurnEndReason,
 };
 use crate::log::{self, Durability, Log, RecoveryReport};
 use crate::projection::{projector_wants, Messages, Projector};
@@ -701,30 +700,15 @@ impl Session {
             if let Some(step) = step {
                 for call in &work.unanswered_calls {
                     drafts.push(draft(
-                        EventData::ToolResult(ToolResult {
+                        EventData::ToolResult(ToolResult::outcome_unknown(
                             turn,
                             step,
-                            message: ToolMessage {
-                                tool_name: call.name.clone(),
-                                content: ToolContent::Text(
-                                    "The session was interrupted before this tool reported a \
-                                     result; its outcome is unknown."
-                                        .into(),
-                                ),
-                                is_error: true,
-                                extra: Map::new(),
-                            },
-                            call_id: Opt::Present(call.call_id.clone()),
-                            error: Opt::Present(ErrorInfo {
-                                code: Opt::Present("TOOL_OUTCOME_UNKNOWN".into()),
-                                message: Opt::Present(
-                                    "the session stopped before the tool reported a result".into(),
-                                ),
-                                extra: Map::new(),
-                            }),
-                            meta: Opt::Absent,
-                            extra: Map::new(),
-                        }),
+                            call.name.clone(),
+                            call.call_id.clone(),
+                            "The session was interrupted before this tool reported a result; its \
+                             outcome is unknown.",
+                            "the session stopped before the tool reported a result",
+                        )),
                         true,
                         Some(vec![call.seq]),
                     ));
