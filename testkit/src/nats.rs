@@ -4,10 +4,11 @@
 //! A test that needs the server and does not find it fails under `CI=true` (CI installs the
 //! Debian package `nats-server`); elsewhere it is skipped with a note on stderr.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The `nats-server` binary on `PATH` (or in the usual system folders), if there is one.
@@ -47,7 +48,12 @@ pub struct NatsServer {
     pub port: u16,
     store_dir: PathBuf,
     extra: Vec<String>,
+    /// The last lines the server logged (for a failing test to print).
+    log: Arc<Mutex<VecDeque<String>>>,
 }
+
+/// How many of a server's last log lines are kept.
+const LOG_LINES: usize = 300;
 
 /// How long a server may take to start on a loaded machine.
 const START: Duration = Duration::from_secs(30);
@@ -66,6 +72,7 @@ impl NatsServer {
             port,
             store_dir: dir.to_path_buf(),
             extra,
+            log: Arc::default(),
         };
         s.launch();
         s
@@ -88,9 +95,16 @@ impl NatsServer {
             .expect("start nats-server");
         let stderr = child.stderr.take().expect("nats-server stderr");
         let (tx, rx) = mpsc::channel();
+        let log = Arc::clone(&self.log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
+                if let Ok(mut log) = log.lock() {
+                    if log.len() == LOG_LINES {
+                        log.pop_front();
+                    }
+                    log.push_back(line.clone());
+                }
                 let _ = tx.send(line);
             }
         });
@@ -131,6 +145,14 @@ impl NatsServer {
     /// The client URL.
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// The last lines the server logged, one per line.
+    pub fn log_tail(&self) -> String {
+        self.log
+            .lock()
+            .map(|l| l.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
     }
 
     /// Kills the server (SIGKILL).
