@@ -5,7 +5,8 @@
 //! one content block per line) is one step with one `assistant/message`, its usage the last
 //! line's (each line carries the response's usage so far; a response split by other lines gets a
 //! second message with the usage its lines add); `tool_result` blocks answer the calls by id, with `toolUseResult` kept as
-//! the result's `meta`. Inline sidechain lines of a main file (subagent traffic of 1.0.x) are
+//! the result's `meta`. Result lines met between a response's lines (Claude Code 2.x runs a
+//! tool as soon as its block has come) are written after the whole response. Inline sidechain lines of a main file (subagent traffic of 1.0.x) are
 //! kept as `import/line` events and never counted in the parent; a subagent file is a session of
 //! its own whose `parentSession` is the main session's. `docs/import.md` has the mapping.
 
@@ -85,7 +86,7 @@ pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
 const WARMUP_KEPT: usize = 16;
 
 /// One API response being assembled from its lines.
-struct Pending {
+struct Pending<'l> {
     id: String,
     /// The index of its first line (in the lines given to [`build`]).
     from: usize,
@@ -98,10 +99,23 @@ struct Pending {
     model: Option<String>,
     api_error: Option<String>,
     time: i64,
+    /// User lines holding only results of this response's calls, met before its last line:
+    /// written after its message (Claude Code runs a tool as soon as its block has come and
+    /// writes the result at once, before the response's later blocks).
+    results: Vec<HeldResult<'l>>,
 }
 
-struct State {
-    pending: Option<Pending>,
+/// A user line of tool results waiting for the end of the response it answers.
+struct HeldResult<'l> {
+    value: &'l Value,
+    /// Its raw line (the builder's carry when it was met).
+    raw: Vec<(u64, Value)>,
+    time: i64,
+    line: u64,
+}
+
+struct State<'l> {
+    pending: Option<Pending<'l>>,
     last_id: Option<String>,
     /// The usage written for the response `last_id` so far (its later part counts the rest).
     counted: Option<Usage>,
@@ -203,9 +217,9 @@ impl Usage {
 }
 
 /// Builds the events of a transcript's lines.
-pub(crate) fn build(
+pub(crate) fn build<'l>(
     b: &mut Builder<'_>,
-    lines: &[SrcLine<'_>],
+    lines: &'l [SrcLine<'_>],
     path: &Path,
     sidechains: bool,
 ) -> Result<()> {
@@ -303,6 +317,23 @@ pub(crate) fn build(
         }
         match ty {
             "assistant" => assistant(b, &mut st, v),
+            "user"
+                if st
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| answers_only(v, &p.calls)) =>
+            {
+                // Results of calls of the response being assembled: its next lines may be
+                // more of its blocks, so they wait for its end (one message, then results).
+                if let Some(p) = st.pending.as_mut() {
+                    p.results.push(HeldResult {
+                        value: v,
+                        raw: b.take_carry(),
+                        time: b.time,
+                        line: b.line,
+                    });
+                }
+            }
             "user" => {
                 flush(b, &mut st);
                 // Where the thread continues from: the mark of the line `parentUuid` names,
@@ -403,7 +434,7 @@ pub(crate) fn build(
 }
 
 /// One assistant line: its block joins the response of its `message.id`.
-fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
+fn assistant<'l>(b: &mut Builder<'_>, st: &mut State<'l>, v: &'l Value) {
     let Some(msg) = get(v, "message") else {
         b.end_line("assistant/other");
         return;
@@ -427,6 +458,7 @@ fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
         model: None,
         api_error: None,
         time: b.time,
+        results: Vec::new(),
     });
     let blocks: Vec<&Value> = match get(msg, "content") {
         Some(Value::Array(items)) => items.iter().collect(),
@@ -488,7 +520,7 @@ fn assistant(b: &mut Builder<'_>, st: &mut State, v: &Value) {
 }
 
 /// Writes the response assembled as one step: `assistant/message` and its `tool/call`s.
-fn flush(b: &mut Builder<'_>, st: &mut State) {
+fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     let Some(p) = st.pending.take() else {
         return;
     };
@@ -519,16 +551,36 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
         usage.as_deref(),
         &p.calls,
     );
+    if let Some(e) = &p.api_error {
+        b.error(e);
+    }
+    let line = b.line;
+    for r in p.results {
+        b.line = r.line;
+        b.time = r.time;
+        b.give_carry(r.raw);
+        user(b, r.value, Back::Unknown);
+        b.end_line("user/other");
+    }
+    b.line = line;
     let mark = b.surface_mark();
     for u in st.unresolved.drain(..) {
         st.marks.insert(u, mark);
     }
-    if let Some(e) = &p.api_error {
-        b.error(e);
-    }
     st.last_id = Some(p.id);
     b.time = now;
     b.give_carry(current);
+}
+
+/// Whether user line `v` holds tool results only, each answering one of `calls`.
+fn answers_only(v: &Value, calls: &[(String, String, String)]) -> bool {
+    match get(v, "message").and_then(|m| get(m, "content")) {
+        Some(Value::Array(items)) if !items.is_empty() => items.iter().all(|i| {
+            get_str(i, "type") == Some("tool_result")
+                && get_str(i, "tool_use_id").is_some_and(|id| calls.iter().any(|c| c.0 == id))
+        }),
+        _ => false,
+    }
 }
 
 /// A thinking block (`thinking`, `redacted_thinking`): a response never ends with one.

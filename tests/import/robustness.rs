@@ -104,3 +104,133 @@ fn a_user_message_mirror_ends_the_model_output_before_it() {
     let times: Vec<i64> = events(&r).iter().map(|e| e.time).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
 }
+
+/// Claude Code 2.1 runs a tool as soon as its `tool_use` block has come and writes the result
+/// at once, before the same response's later blocks (lines sharing `message.id`): the response
+/// is still one assistant message with every tool use, its results after it. Split into two
+/// messages at the first result, the calls of the first part answered after the second were
+/// replaced by TOOL_OUTCOME_UNKNOWN in the renderings and their real results became orphans.
+#[test]
+fn claude_code_results_written_between_a_responses_lines_follow_the_whole_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = r#""isSidechain":false,"sessionId":"s21","version":"2.1.39""#;
+    let assistant = |uuid: &str, parent: &str, second: u32, block: &str, out: u32| {
+        format!(
+            r#"{{"parentUuid":"{parent}",{head},"type":"assistant","message":{{"id":"msg_M","role":"assistant","model":"c","content":[{block}],"usage":{{"input_tokens":10,"output_tokens":{out}}}}},"uuid":"{uuid}","timestamp":"2026-02-11T21:19:{second:02}.000Z"}}"#
+        )
+    };
+    let tool_use = |id: &str| {
+        format!(r#"{{"type":"tool_use","id":"{id}","name":"Bash","input":{{"command":"{id}"}}}}"#)
+    };
+    let result = |uuid: &str, parent: &str, second: u32, id: &str| {
+        format!(
+            r#"{{"parentUuid":"{parent}",{head},"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"out of {id}"}}]}},"toolUseResult":{{"stdout":"out of {id}"}},"uuid":"{uuid}","timestamp":"2026-02-11T21:19:{second:02}.000Z"}}"#
+        )
+    };
+    let progress = |uuid: &str, parent: &str, second: u32| {
+        format!(
+            r#"{{"parentUuid":"{parent}",{head},"type":"progress","data":{{"type":"hook_progress"}},"uuid":"{uuid}","timestamp":"2026-02-11T21:19:{second:02}.500Z"}}"#
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"parentUuid":null,{head},"type":"user","message":{{"role":"user","content":"close, commit, push"}},"uuid":"u1","timestamp":"2026-02-11T21:19:50.000Z"}}"#
+        ),
+        assistant(
+            "a1",
+            "u1",
+            51,
+            r#"{"type":"text","text":"Now close and push."}"#,
+            3,
+        ),
+        assistant("a2", "a1", 52, &tool_use("t1"), 5),
+        progress("p1", "a2", 52),
+        assistant("a3", "p1", 53, &tool_use("t2"), 7),
+        assistant("a4", "a3", 54, &tool_use("t3"), 9),
+        result("r1", "a2", 55, "t1"),
+        progress("p2", "r1", 55),
+        assistant("a5", "p2", 56, &tool_use("t4"), 11),
+        result("r2", "a3", 57, "t2"),
+        result("r3", "a4", 58, "t3"),
+        result("r4", "a5", 59, "t4"),
+        format!(
+            r#"{{"parentUuid":"r4",{head},"type":"assistant","message":{{"id":"msg_N","role":"assistant","model":"c","content":[{{"type":"text","text":"Pushed."}}],"usage":{{"input_tokens":40,"output_tokens":2}}}},"uuid":"a6","timestamp":"2026-02-11T21:20:00.000Z"}}"#
+        ),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "s21.jsonl", &refs, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let r = reader(&store, "claude-s21");
+    let evs = events(&r);
+    let shape: Vec<String> = evs
+        .iter()
+        .filter(|e| e.data.type_name() != "import/line")
+        .map(|e| match &e.data {
+            EventData::ToolCall(c) => format!("call {}", c.call_id),
+            EventData::ToolResult(t) => match &t.call_id {
+                Opt::Present(id) => format!("result {id}"),
+                _ => "result ?".to_owned(),
+            },
+            other => other.type_name().to_string(),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "turn/start",
+            "user/message",
+            "step/start",
+            "assistant/message",
+            "call t1",
+            "call t2",
+            "call t3",
+            "call t4",
+            "result t1",
+            "result t2",
+            "result t3",
+            "result t4",
+            "step/end",
+            "step/start",
+            "assistant/message",
+            "step/end",
+            "turn/end"
+        ],
+        "one message for the response, its results after it"
+    );
+    // The response's usage is its last line's, once.
+    let usage: Vec<u64> = evs
+        .iter()
+        .filter_map(|e| match &e.data {
+            EventData::AssistantMessage(m) => match &m.usage {
+                Opt::Present(u) => Some(u.output_tokens),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [11, 2]);
+    // Each result keeps its own line's time, the message its first line's.
+    let time_of = |want: &str| {
+        evs.iter()
+            .find(|e| match &e.data {
+                EventData::ToolResult(t) => t.call_id == Opt::Present(want.to_owned()),
+                _ => false,
+            })
+            .map(|e| e.time)
+            .unwrap()
+    };
+    assert_eq!(time_of("t3") - time_of("t1"), 3000);
+    let rendered = agentlog::projection::render_openai(&r.messages().unwrap()).to_string();
+    assert!(!rendered.contains("TOOL_OUTCOME_UNKNOWN"), "{rendered}");
+    for id in ["t1", "t2", "t3", "t4"] {
+        assert!(rendered.contains(&format!("out of {id}")), "{rendered}");
+    }
+    let anthropic = agentlog::projection::render_anthropic(&r.messages().unwrap()).to_string();
+    assert!(!anthropic.contains("TOOL_OUTCOME_UNKNOWN"), "{anthropic}");
+    assert!(!anthropic.contains("[result of tool call"), "{anthropic}");
+    // Every line is still there, in its order.
+    let mut exported = Vec::new();
+    agentlog::import::export_source(&r, &mut exported).unwrap();
+    assert!(exported == std::fs::read(&file).unwrap());
+}
