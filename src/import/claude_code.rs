@@ -217,9 +217,9 @@ impl Usage {
 }
 
 /// Builds the events of a transcript's lines.
-pub(crate) fn build<'l>(
+pub(crate) fn build(
     b: &mut Builder<'_>,
-    lines: &'l [SrcLine<'_>],
+    lines: &[SrcLine<'_>],
     path: &Path,
     sidechains: bool,
 ) -> Result<()> {
