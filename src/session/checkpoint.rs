@@ -29,6 +29,7 @@
 //! | 64 | … | body: three sections, each a u64 length then its bytes: lifecycle, statistics, projection |
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -725,9 +726,11 @@ pub(crate) fn write(dir: &Path, log: &LogReader, derived: &Derived) -> Result<()
     let tmp = tmp_path(dir);
     let path = dir.join(CHECKPOINT_FILE);
     let written = (|| -> std::io::Result<()> {
+        // Private like the segments: it holds what the events hold.
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&tmp)?;
         f.write_all(&h)?;
         f.write_all(&body)?;

@@ -342,6 +342,21 @@ fn seals_write_checkpoints_before_the_close() {
     assert_eq!(covers(&dir), g.n, "the close covers everything");
 }
 
+/// A checkpoint holds what the session's events hold (messages, tool calls): like the
+/// segments, it is readable by its owner only (it was created 0644).
+#[test]
+fn the_checkpoint_is_private_like_the_segments() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let (dir, _) = sample(root.path(), 6);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&checkpoint(&dir)), 0o600);
+    // A rewrite by a later writer too (a new file renamed over it).
+    std::fs::remove_file(checkpoint(&dir)).unwrap();
+    Session::open(&dir, options()).unwrap().close().unwrap();
+    assert_eq!(mode(&checkpoint(&dir)), 0o600);
+}
+
 #[test]
 fn a_missing_checkpoint_is_rebuilt_by_the_next_close() {
     let root = tempfile::tempdir().unwrap();
