@@ -105,6 +105,22 @@ fn libc_o_nofollow() -> i32 {
     rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }
 
+/// The log id `LOGMETA` in `dir` records, when its header is sound and names one: where a
+/// salvage whose first segment header is damaged finds the log's id.
+pub(crate) fn recorded_log_id(dir: &Path) -> Option<LogId> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_o_nofollow())
+        .open(dir.join(LOGMETA_FILE))
+        .ok()?;
+    let mut b = [0u8; HEADER];
+    f.read_exact(&mut b).ok()?;
+    let sound = b[0..8] == MAGIC && u32_at(&b, 60) == crc32fast::hash(&b[..60]);
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&b[16..32]);
+    (sound && id != [0u8; 16]).then_some(LogId(id))
+}
+
 /// Reads the metadata blob of the log in `dir`: `None` when there is no `LOGMETA`. Every byte is
 /// checked (magic, version, both checksums, the length, and the log id against the segments when
 /// both are known); damage is [`Error::Corrupt`] naming the file and byte offset.

@@ -189,6 +189,28 @@ fn read_index_header(path: &Path) -> Option<super::format::IndexHeader> {
     super::format::IndexHeader::decode(&head).ok()
 }
 
+/// The log's id when the header of its first segment cannot be read: the one its index names,
+/// else the one `LOGMETA` records, else a later segment's (each only from a header whose
+/// checksum is right).
+fn fallback_log_id(dir: &Path, bases: &[u64]) -> Option<LogId> {
+    let index_id =
+        |base: u64| read_index_header(&dir.join(format::index_file_name(base))).map(|h| h.log_id);
+    let segment_id = |base: u64| {
+        let path = dir.join(format::segment_file_name(base));
+        let f = std::fs::File::open(&path).ok()?;
+        let head = segment::read_header(&f, &path).ok()?;
+        format::SegmentHeader::decode(&head).ok().map(|h| h.log_id)
+    };
+    let first = *bases.first()?;
+    index_id(first)
+        .or_else(|| super::meta::recorded_log_id(dir))
+        .or_else(|| {
+            bases[1..]
+                .iter()
+                .find_map(|&b| segment_id(b).or_else(|| index_id(b)))
+        })
+}
+
 /// Damage for the segment `base` whose file is missing.
 fn missing_segment(dir: &Path, base: u64, first_lost: u64, why: String) -> Damage {
     Damage {
@@ -257,6 +279,12 @@ pub(crate) fn inspect_with(
         let view = match view {
             Ok(v) => v,
             Err(Error::Corrupt(c)) => {
+                if out.log_id.is_none() {
+                    // The first segment's header is unreadable: the log keeps its id (a
+                    // salvage's new segment, LOGMETA and the checkpoint go on naming it, and
+                    // the records after the damage are found with it).
+                    out.log_id = fallback_log_id(dir, &bases[i..]);
+                }
                 out.damage = Some(Damage {
                     first_lost_seq: base,
                     bytes: std::fs::metadata(&c.path).map_or(0, |m| m.len()),

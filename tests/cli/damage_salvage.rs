@@ -141,6 +141,37 @@ fn salvage_reads_a_segment_whose_header_is_damaged() {
     );
 }
 
+/// The first segment's header damaged (one bit of its `created` time): no sound header named
+/// the log's id, so the salvage gave the log a new one, found none of the records with it (the
+/// checksums are seeded with the id) and wrote no `.after.jsonl`: every event was lost, and
+/// `verify` then blamed LOGMETA (naming the old id). The id now comes from the segment's index,
+/// else from LOGMETA: every event is in the `.after.jsonl`, the session verifies, and appending
+/// that file gives the original session back.
+#[test]
+fn salvage_of_a_damaged_first_header_keeps_the_log_id_and_every_event() {
+    for drop_index in [false, true] {
+        let cli = Cli::new();
+        let id = cli.import_example("coding-session", &["--id", "s"]);
+        let original = cli.run(&["export", &id]).ok().to_string();
+        let dir = cli.session_dir(&id);
+        let seg = &segments(&dir)[0];
+        let mut bytes = std::fs::read(seg).unwrap();
+        bytes[53] ^= 0x10; // inside `created`
+        std::fs::write(seg, bytes).unwrap();
+        if drop_index {
+            std::fs::remove_file(seg.with_extension("idx")).unwrap();
+        }
+        let out = cli.run(&["recover", &id, "--salvage"]).ok().to_string();
+        let files = after_files(&dir);
+        assert_eq!(files.len(), 1, "index dropped: {drop_index}: {out}");
+        let salvaged = std::fs::read_to_string(&files[0]).unwrap();
+        assert_eq!(salvaged, original, "index dropped: {drop_index}");
+        cli.run(&["verify", &id]).ok();
+        cli.run_with(&["append", &id], salvaged.as_bytes()).ok();
+        assert_eq!(cli.run(&["export", &id]).ok(), original);
+    }
+}
+
 /// Item 5, the library: the session-level report of a salvage names the file and the seqs.
 #[test]
 fn salvage_report_names_file_and_seqs() {
