@@ -781,10 +781,12 @@ fn segment_for(slots: &[Arc<Slot>], seq: u64) -> Option<usize> {
 fn last_segment_count(view: &SegmentView) -> Result<u64> {
     if let Some(h) = view.index_header() {
         if h.state != IndexState::Open {
-            if !view.index_tail_ok(h.count, h.end) {
+            if !view.index_tail_ok(h.count, h.end) || records_past(view, h.count, h.end) {
                 // Damaged records (or a damaged index, which reading recovers from by
-                // scanning): the count stands, reading says what is wrong.
-                scan_into_fallback(view, h.count);
+                // scanning): the count stands, reading says what is wrong. Records past the
+                // end it names (an index older than its segment, restored from a backup)
+                // count too.
+                return Ok(scan_into_fallback(view, h.count));
             }
             return Ok(h.count);
         }
@@ -818,9 +820,22 @@ fn last_segment_count(view: &SegmentView) -> Result<u64> {
     Ok(n)
 }
 
+/// Whether a record (valid or damaged: its header is not zero) starts at `end`, where a closed
+/// index says the segment's `count` records end: the index is older than the segment.
+fn records_past(view: &SegmentView, count: u64, end: u64) -> bool {
+    view.cold().is_none()
+        && end < view.data().len() as u64
+        && !matches!(
+            segment::check_record(view.data(), end, view.header.base_seq + count, &view.check),
+            Err(Fault::Zero)
+        )
+}
+
 /// Finds the records of a segment whose index names `count` of them by scanning; the offsets
-/// found (and where the scan stopped, which reading then reports) replace the index.
-fn scan_into_fallback(view: &SegmentView, count: u64) {
+/// found (and where the scan stopped, which reading then reports) replace the index. Returns
+/// the count that stands: the index's, or more when the scan found more (a damaged record
+/// where it stopped past the index's count counts too, as without an index).
+fn scan_into_fallback(view: &SegmentView, count: u64) -> u64 {
     let s = segment::scan(
         view.data(),
         HEADER_SIZE as u64,
@@ -831,8 +846,16 @@ fn scan_into_fallback(view: &SegmentView, count: u64) {
     if (offsets.len() as u64) < count {
         let at = u32::try_from(s.end).unwrap_or(u32::MAX);
         offsets.push(at);
+    } else if let Some((at, fault)) = s.stop {
+        if !matches!(fault, Fault::Zero) {
+            if let Ok(at) = u32::try_from(at) {
+                offsets.push(at);
+            }
+        }
     }
+    let n = (offsets.len() as u64).max(count);
     view.use_fallback(offsets);
+    n
 }
 
 /// An iterator over records, checking each one; stops after the first error.

@@ -497,3 +497,39 @@ mod zeroed_tail {
         assert_eq!(report.cut.expect("reported").first_lost_seq, 9);
     }
 }
+
+mod stale_closed_index {
+    use agentlog::log::{Log, LogReader, Options, LASTSEG_FILE};
+
+    /// A closed index older than its segment (the `.idx` of a backup taken before the last
+    /// appends, restored over the newer one): a reader without the `LASTSEG` hint counted the
+    /// records the index named and silently served a shorter log (`export`, `stats`, `ls` with
+    /// 60 of 107 events) while the writer's open found them all. A record past the index's end
+    /// now makes the reader scan the segment.
+    #[test]
+    fn a_reader_counts_the_records_past_an_older_closed_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload = |i: u64| format!("record {i} {}", "x".repeat((i % 37) as usize));
+        let log = Log::open(dir.path(), Options::default()).unwrap();
+        for i in 0..60 {
+            log.append(payload(i).as_bytes()).unwrap();
+        }
+        log.close().unwrap();
+        let idx = dir.path().join("00000000000000000000.idx");
+        let old = std::fs::read(&idx).unwrap();
+        let log = Log::open(dir.path(), Options::default()).unwrap();
+        for i in 60..107 {
+            log.append(payload(i).as_bytes()).unwrap();
+        }
+        log.close().unwrap();
+        std::fs::write(&idx, old).unwrap();
+        let _ = std::fs::remove_file(dir.path().join(LASTSEG_FILE));
+
+        let r = LogReader::open(dir.path()).unwrap();
+        assert_eq!(r.len(), 107);
+        let got: Vec<Vec<u8>> = r.iter().map(|rec| rec.unwrap().payload.to_vec()).collect();
+        let want: Vec<Vec<u8>> = (0..107).map(|i| payload(i).into_bytes()).collect();
+        assert!(got == want, "{} records read", got.len());
+        assert_eq!(r.get(106).unwrap().payload, payload(106).as_bytes());
+    }
+}
