@@ -63,6 +63,25 @@ impl Totals {
         }
     }
 
+    /// What `self` counts past `earlier` (each member, never below zero).
+    fn minus(self, earlier: Totals) -> Totals {
+        Totals {
+            input: self.input.saturating_sub(earlier.input),
+            cached: self.cached.saturating_sub(earlier.cached),
+            output: self.output.saturating_sub(earlier.output),
+            reasoning: self.reasoning.saturating_sub(earlier.reasoning),
+        }
+    }
+
+    fn plus(self, more: Totals) -> Totals {
+        Totals {
+            input: self.input.saturating_add(more.input),
+            cached: self.cached.saturating_add(more.cached),
+            output: self.output.saturating_add(more.output),
+            reasoning: self.reasoning.saturating_add(more.reasoning),
+        }
+    }
+
     fn from(v: &Value) -> Option<Totals> {
         let n = |k: &str| get(v, k).and_then(Value::as_u64).unwrap_or(0);
         Some(Totals {
@@ -99,6 +118,9 @@ struct State {
     effort: Option<String>,
     latest: Totals,
     counted: Totals,
+    /// Tokens of the totals before a reset (a resumed Codex process counts from zero again)
+    /// that no message has counted yet.
+    uncounted: Totals,
     /// The texts of the `event_msg` `user_message` mirrors: a user message whose text is one of
     /// them is a typed prompt (files without mirrors fall back to the injected-text markers).
     prompts: std::collections::HashSet<String>,
@@ -122,6 +144,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         effort: r("effort").and_then(Value::as_str).map(str::to_owned),
         latest: Totals::from_saved(r("latest")),
         counted: Totals::from_saved(r("counted")),
+        uncounted: Totals::from_saved(r("uncounted")),
         prompts: std::collections::HashSet::new(),
         line: 0,
     };
@@ -206,6 +229,12 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                             .and_then(|i| get(i, "total_token_usage"))
                             .and_then(Totals::from)
                         {
+                            if t.input < st.latest.input || t.output < st.latest.output {
+                                // The totals started again from zero: what the old ones had
+                                // not counted yet is kept aside, the new ones count from zero.
+                                st.uncounted = st.uncounted.plus(st.latest.minus(st.counted));
+                                st.counted = Totals::default();
+                            }
                             st.latest = t;
                         }
                     }
@@ -240,6 +269,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     let mut m = crate::event::Map::new();
     let _ = m.push("latest", st.latest.to_value());
     let _ = m.push("counted", st.counted.to_value());
+    if st.uncounted != Totals::default() {
+        let _ = m.push("uncounted", st.uncounted.to_value());
+    }
     if let Some(model) = st.model {
         let _ = m.push("model", model.into());
     }
@@ -503,16 +535,14 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
         b.start_step(request.as_deref());
     }
     b.time = now;
-    let usage = if st.latest != st.counted {
-        let (l, c) = (st.latest, st.counted);
-        let d = |a: u64, b: u64| a.saturating_sub(b);
-        let cached = d(l.cached, c.cached);
-        let input = d(l.input, c.input).saturating_sub(cached);
-        st.counted = l;
+    let usage = if st.latest != st.counted || st.uncounted != Totals::default() {
+        let t = st.latest.minus(st.counted).plus(st.uncounted);
+        st.counted = st.latest;
+        st.uncounted = Totals::default();
+        let input = t.input.saturating_sub(t.cached);
         Some(format!(
-            "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{cached},\"reasoningTokens\":{}}}",
-            d(l.output, c.output),
-            d(l.reasoning, c.reasoning)
+            "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{},\"reasoningTokens\":{}}}",
+            t.output, t.cached, t.reasoning
         ))
     } else {
         None

@@ -608,6 +608,82 @@ fn codex_cumulative_token_counts_are_counted_once() {
     assert_eq!(end, Some(agentlog::event::ReasonKind::Completed));
 }
 
+/// The sums of the usages of a session's assistant messages: (input + cached, cached, output).
+fn usage_sums(evs: &[Event]) -> (u64, u64, u64) {
+    let (mut input, mut cached, mut output) = (0, 0, 0);
+    for e in evs {
+        if let EventData::AssistantMessage(m) = &e.data {
+            if let Opt::Present(u) = &m.usage {
+                input += u.input_tokens;
+                output += u.output_tokens;
+                if let Opt::Present(c) = u.cache_read_tokens {
+                    cached += c;
+                }
+            }
+        }
+    }
+    (input + cached, cached, output)
+}
+
+/// Codex totals that start again from zero (a resumed 0.40 process counts its own): every
+/// later message got 0 tokens (the growth past the old, larger totals). The totals before the
+/// reset count until then, the new ones from zero, and a reset between two runs of an import
+/// (the file growing) counts the same.
+#[test]
+fn codex_token_totals_that_start_again_from_zero_keep_counting() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = |second: u32, text: &str| {
+        format!(
+            r#"{{"timestamp":"2025-10-01T10:00:0{second}.000Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}}}"#
+        )
+    };
+    let prompt = |second: u32, text: &str| {
+        [
+            format!(
+                r#"{{"timestamp":"2025-10-01T10:00:0{second}.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}}}"#
+            ),
+            format!(
+                r#"{{"timestamp":"2025-10-01T10:00:0{second}.000Z","type":"event_msg","payload":{{"type":"user_message","message":"{text}"}}}}"#
+            ),
+        ]
+    };
+    let mut lines = codex_prelude("t2");
+    lines.extend([
+        codex_token_count(1000, 400, 1),
+        answer(2, "first"),
+        codex_token_count(1500, 600, 3),
+    ]);
+    let cut = lines.len();
+    // The process was restarted: its totals count from zero.
+    lines.extend(prompt(4, "again"));
+    lines.extend([
+        answer(5, "second"),
+        codex_token_count(300, 100, 5),
+        answer(6, "third"),
+        codex_token_count(700, 200, 7),
+    ]);
+    let want = (1500 + 700, 600 + 200, 3 + 7);
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "one/r.jsonl", &refs, "\n");
+    let (store, id, _) = import_one(&dir.path().join("one"), &file);
+    let r = reader(&store, &id);
+    assert_lifecycle_clean(&r);
+    assert_eq!(usage_sums(&events(&r)), want);
+
+    // In two runs, cut after the last count before the reset.
+    let file = write(dir.path(), "two/r.jsonl", &refs[..cut], "\n");
+    let store = Store::open(dir.path().join("two/store")).unwrap();
+    import_keep_open(&store, &file, true);
+    write(dir.path(), "two/r.jsonl", &refs, "\n");
+    let summary = import_keep_open(&store, &file, false);
+    let id = summary
+        .updated
+        .first()
+        .cloned()
+        .unwrap_or_else(|| summary.created[0].clone());
+    assert_eq!(usage_sums(&events(&reader(&store, &id))), want);
+}
+
 /// The command line: `import --from auto DIR` prints the ids and a summary, `export --to`
 /// writes the source back (compared with the original bytes).
 #[test]
