@@ -248,9 +248,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             }
             "compacted" => {
                 flush(b, &mut st);
-                let summary = get_str(payload, "message").unwrap_or("");
+                let summary = compaction_summary(payload);
                 b.compact_summary(
-                    summary,
+                    &summary,
                     "{\"source\":\"codex\",\"kind\":\"compaction-summary\"}",
                 );
                 b.end_line("compacted");
@@ -515,6 +515,36 @@ fn model_output(b: &mut Builder<'_>, st: &mut State) {
     }
     st.pending.items += 1;
 }
+
+/// What a `compacted` line leaves the model: its `message`, or when that is empty (a compaction
+/// done by the API, whose summary is an encrypted `compaction` item), the text of the messages
+/// its `replacement_history` keeps, one paragraph each; [`ENCRYPTED_SUMMARY`] when it keeps none.
+fn compaction_summary(payload: &Value) -> String {
+    let message = get_str(payload, "message").unwrap_or("");
+    if !message.trim().is_empty() {
+        return message.to_owned();
+    }
+    let kept: Vec<&str> = get(payload, "replacement_history")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|item| get_str(item, "type") == Some("message"))
+        .filter_map(|item| get(item, "content").and_then(Value::as_array))
+        .flatten()
+        .filter(|c| matches!(get_str(c, "type"), Some("input_text" | "output_text")))
+        .filter_map(|c| get_str(c, "text"))
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    if kept.is_empty() {
+        ENCRYPTED_SUMMARY.to_owned()
+    } else {
+        kept.join("\n\n")
+    }
+}
+
+/// The summary of a Codex compaction whose file holds no readable text of it.
+const ENCRYPTED_SUMMARY: &str =
+    "(the conversation was compacted; its summary is encrypted and not in the rollout)";
 
 /// Writes the model output collected as one `assistant/message` (and its `tool/call`s) in a
 /// step, with the tokens counted since the last one.

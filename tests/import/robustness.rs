@@ -234,3 +234,50 @@ fn claude_code_results_written_between_a_responses_lines_follow_the_whole_respon
     agentlog::import::export_source(&r, &mut exported).unwrap();
     assert!(exported == std::fs::read(&file).unwrap());
 }
+
+/// A Codex compaction done by the API (0.104 on): `compacted` has an empty `message`, and its
+/// `replacement_history` keeps the user messages and an encrypted `compaction` item. The
+/// derived history was one empty text block (providers refuse those) and the kept messages
+/// were gone; it is now their text (a local compaction's `message` stays the summary), and a
+/// placeholder saying the summary is encrypted when nothing readable is kept.
+#[test]
+fn codex_compaction_with_an_empty_message_keeps_the_replacement_history_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let compacted = |history: &str| {
+        format!(
+            r#"{{"timestamp":"2026-03-25T11:31:11.756Z","type":"compacted","payload":{{"message":"","replacement_history":[{history}]}}}}"#
+        )
+    };
+    let kept = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the parser"}]},{"type":"reasoning","summary":[{"type":"summary_text","text":"nested"}],"encrypted_content":"gAAA"},{"type":"message","role":"user","content":[{"type":"input_text","text":"and add a test"}]},{"type":"compaction","encrypted_content":"gAAB"}"#;
+    for (name, history, want) in [
+        ("kept", kept, "fix the parser\n\nand add a test"),
+        (
+            "none",
+            r#"{"type":"compaction","encrypted_content":"gAAB"}"#,
+            "(the conversation was compacted; its summary is encrypted and not in the rollout)",
+        ),
+    ] {
+        let mut lines = codex_prelude(name);
+        lines.extend([
+            r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"working on it"}]}}"#.to_string(),
+            r#"{"timestamp":"2025-10-01T10:00:02.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"1"}}"#.to_string(),
+            compacted(history),
+            r#"{"timestamp":"2025-10-01T10:00:04.000Z","type":"event_msg","payload":{"type":"context_compacted"}}"#.to_string(),
+        ]);
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let file = write(dir.path(), &format!("{name}.jsonl"), &refs, "\n");
+        let store = Store::open(dir.path().join(name)).unwrap();
+        import_keep_open(&store, &file, false);
+        let r = reader(&store, &format!("codex-{name}"));
+        let history: serde_json::Value =
+            serde_json::from_str(&r.messages().unwrap().to_value().to_string()).unwrap();
+        let texts: Vec<&str> = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().unwrap())
+            .map(|b| b["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(texts, [want], "{name}: {history}");
+    }
+}
