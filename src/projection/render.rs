@@ -101,8 +101,9 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 ///   text blocks joined with `"\n"` (reasoning blocks dropped). A result holding other blocks is
 ///   an array of parts instead, so nothing is lost.
 /// - Unknown blocks ([`Block::Other`]): in a user message an OpenAI part (`image_url`,
-///   `input_audio`, `file`) is kept and an Anthropic-style `image` with a `base64` or `url`
-///   source becomes an `image_url` (a `data:` URL for base64); any other block with no OpenAI
+///   `input_audio`, `file`) is kept, and an Anthropic-style `image` with a `base64` or `url`
+///   source (a `data:` URL for base64) and a Responses API `input_image` (Codex) become an
+///   `image_url`; any other block with no OpenAI
 ///   part where it stands (anywhere in system, assistant and tool content; a `tool_use` in a
 ///   user message, say) is described in a text part. Unknown members of known blocks are left
 ///   out (OpenAI refuses unknown part members).
@@ -411,6 +412,12 @@ fn openai_other(map: &Map, context: Context) -> Value {
     if context == Context::User {
         match kind {
             "image_url" | "input_audio" | "file" => return value,
+            // The Responses API's image part (Codex rollouts): its `image_url` is a URL string.
+            "input_image" => {
+                if let Some(url) = value.get("image_url").and_then(Value::as_str) {
+                    return image_url_part(url);
+                }
+            }
             "image" => {
                 let source = value.get("source");
                 let field = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
@@ -425,13 +432,7 @@ fn openai_other(map: &Map, context: Context) -> Value {
                     _ => None,
                 };
                 if let Some(url) = url {
-                    return object(
-                        vec![
-                            ("type", "image_url".into()),
-                            ("image_url", object(vec![("url", url.into())], None)),
-                        ],
-                        None,
-                    );
+                    return image_url_part(&url);
                 }
             }
             _ => {}
@@ -439,6 +440,47 @@ fn openai_other(map: &Map, context: Context) -> Value {
     }
     text_part(&format!(
         "[{kind} block left out: no OpenAI equivalent here]"
+    ))
+}
+
+/// An OpenAI `image_url` part.
+fn image_url_part(url: &str) -> Value {
+    object(
+        vec![
+            ("type", "image_url".into()),
+            ("image_url", object(vec![("url", url.into())], None)),
+        ],
+        None,
+    )
+}
+
+/// An OpenAI image part (`image_url` of chat completions, whose `image_url` is `{url}`, or
+/// `input_image` of the Responses API, whose `image_url` is the URL) as an Anthropic `image`
+/// block: a `data:` URL becomes a `base64` source, any other URL a `url` source. `None` for any
+/// other block, or one without a URL.
+fn anthropic_image(map: &Map) -> Option<Value> {
+    let url = match map.get("type").and_then(Value::as_str)? {
+        "image_url" => map.get("image_url")?.get("url")?.as_str()?,
+        "input_image" => map.get("image_url")?.as_str()?,
+        _ => return None,
+    };
+    let source = match url
+        .strip_prefix("data:")
+        .and_then(|r| r.split_once(";base64,"))
+    {
+        Some((media_type, data)) => object(
+            vec![
+                ("type", "base64".into()),
+                ("media_type", media_type.into()),
+                ("data", data.into()),
+            ],
+            None,
+        ),
+        None => object(vec![("type", "url".into()), ("url", url.into())], None),
+    };
+    Some(object(
+        vec![("type", "image".into()), ("source", source)],
+        None,
     ))
 }
 
@@ -505,7 +547,9 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 ///   blocks rendered the same way. Content is always an array of blocks.
 /// - Unknown members of known blocks are kept after the rendered ones (a reasoning block's
 ///   `signature`, a `cache_control`), unless they would collide with one; unknown blocks
-///   ([`Block::Other`]) pass through unchanged.
+///   ([`Block::Other`]) pass through unchanged, but for OpenAI image parts (`image_url`, and
+///   `input_image` of Codex rollouts), which become `image` blocks (a `data:` URL a `base64`
+///   source, any other URL a `url` source).
 /// - The API's rules: a reasoning block without a string `signature` is left out (the API
 ///   refuses unsigned `thinking`), and a message left with no block is dropped (its neighbours
 ///   merged); a `tool_use` `input` that is not an object is wrapped as `{"input": value}`; a
@@ -671,7 +715,7 @@ fn anthropic_block(block: &Block) -> Option<Value> {
             ],
             Some(extra),
         ),
-        Block::Other(map) => Value::Object(map.clone()),
+        Block::Other(map) => anthropic_image(map).unwrap_or_else(|| Value::Object(map.clone())),
     })
 }
 

@@ -635,6 +635,34 @@ fn openai_converts_or_describes_unknown_blocks() {
     check_openai(&rendered).unwrap();
 }
 
+/// Images of OpenAI shape in a user message: Codex imports keep the Responses API's
+/// `input_image` (`image_url` a URL string), which the OpenAI rendering described as a text part
+/// ("left out") and the Anthropic rendering passed through (the API refuses it), and an
+/// `image_url` part went to Anthropic as it was. Each is now the provider's image: `image_url`
+/// for OpenAI, an `image` block (`base64` source for a `data:` URL, else `url`) for Anthropic.
+#[test]
+fn images_of_openai_shape_are_images_in_both_renderings() {
+    let mut log = Log::new();
+    log.add(
+        "user/message",
+        r#"{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/4A"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}"#,
+        "",
+    );
+    let messages = projection::messages(&log.events).unwrap();
+    let openai = render_openai(&messages);
+    assert_eq!(
+        openai.to_string(),
+        r#"[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4A"}},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]"#
+    );
+    check_openai(&openai).unwrap();
+    let anthropic = render_anthropic(&messages);
+    assert_eq!(
+        anthropic.to_string(),
+        r#"{"messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/4A"}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}"#
+    );
+    check_anthropic(&anthropic).unwrap();
+}
+
 /// The unanswered call of a closed step was invisible: `status` showed nothing unanswered and
 /// `stats` nothing either. The lifecycle now lists it (`status` names it, `verify` notes it)
 /// and `stats` counts it.
