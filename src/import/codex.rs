@@ -102,6 +102,9 @@ struct Pending {
     items: usize,
     /// The time of the first item (the message is written when the step's output is complete).
     time: i64,
+    /// The time of the last item: the message's and its calls' (when the output was complete
+    /// and the calls made; a tool's output comes later).
+    last: i64,
     /// The index of the first item's line (in the lines given to [`build`]).
     from: usize,
     /// The last item is reasoning: an output never ends with it, more surely follows.
@@ -513,6 +516,7 @@ fn model_output(b: &mut Builder<'_>, st: &mut State) {
         st.pending.time = b.time;
         st.pending.from = st.line;
     }
+    st.pending.last = b.time;
     st.pending.items += 1;
 }
 
@@ -579,6 +583,9 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
     };
     b.give_carry(p.held);
     let model = st.model.clone();
+    // At its last item's time: the line that shows the output complete (a tool output, the
+    // next prompt) may come much later, and the calls' latency would be lost.
+    b.time = p.last.min(now);
     b.assistant(
         &p.blocks,
         model.as_deref(),
@@ -586,5 +593,6 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
         usage.as_deref(),
         &p.calls,
     );
+    b.time = now;
     b.give_carry(current);
 }

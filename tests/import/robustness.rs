@@ -281,3 +281,39 @@ fn codex_compaction_with_an_empty_message_keeps_the_replacement_history_text() {
         assert_eq!(texts, [want], "{name}: {history}");
     }
 }
+
+/// A Codex model output is written when the line that ends it comes (a tool's output, say):
+/// its message and calls took that line's time, so every tool took 0 ms. They now take the
+/// time of the output's last item; the result keeps its own line's.
+#[test]
+fn codex_calls_keep_their_own_time_and_tools_their_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = codex_prelude("lat");
+    lines.extend([
+        r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"run it"}],"encrypted_content":"gA"}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"make\"]}","call_id":"c1"}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:09.500Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"ok\",\"metadata\":{\"exit_code\":0}}"}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:10.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"built"}]}}"#.to_string(),
+        r#"{"timestamp":"2025-10-01T10:00:11.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"1"}}"#.to_string(),
+    ]);
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "lat.jsonl", &refs, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let evs = events(&reader(&store, "codex-lat"));
+    let time_of = |ty: &str| evs.iter().find(|e| e.data.type_name() == ty).unwrap().time;
+    let base = time_of("turn/start");
+    assert_eq!(
+        time_of("step/start") - base,
+        1000,
+        "the step starts with its first item"
+    );
+    assert_eq!(
+        time_of("tool/call") - base,
+        2000,
+        "the call at its own line's time"
+    );
+    assert_eq!(time_of("tool/result") - base, 9500);
+    let stats = reader(&store, "codex-lat").stats().unwrap();
+    assert_eq!(stats.tools["shell"].latency.as_slice(), [7500]);
+}
