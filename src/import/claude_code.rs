@@ -594,7 +594,10 @@ fn is_thinking(block: &Value) -> bool {
 fn first_text(content: &Value) -> Option<&str> {
     match content {
         Value::String(s) => Some(s),
-        Value::Array(items) => items.iter().find_map(|i| get_str(i, "text")),
+        Value::Array(items) => items.iter().find_map(|i| match i {
+            Value::String(s) => Some(s.as_str()),
+            _ => get_str(i, "text"),
+        }),
         _ => None,
     }
 }
@@ -606,8 +609,9 @@ fn result_content(c: Option<&Value>) -> String {
         Some(Value::Array(items)) => {
             let blocks: Vec<String> = items
                 .iter()
-                .map(|i| match get_str(i, "type") {
-                    Some("text") => text_block(get_str(i, "text").unwrap_or("")),
+                .map(|i| match (i, get_str(i, "type")) {
+                    (Value::String(s), _) => text_block(s),
+                    (_, Some("text")) => text_block(get_str(i, "text").unwrap_or("")),
                     _ => i.to_string(),
                 })
                 .collect();
@@ -648,6 +652,9 @@ fn user(b: &mut Builder<'_>, v: &Value, back: Back<'_>) {
                     b.result(id, &c, is_error, meta.take().as_deref());
                 } else if get_str(item, "type") == Some("text") {
                     rest.push(text_block(get_str(item, "text").unwrap_or("")));
+                } else if let Value::String(text) = item {
+                    // A bare string among the blocks: text, as in an assistant line.
+                    rest.push(text_block(text));
                 } else {
                     rest.push(item.to_string());
                 }

@@ -298,8 +298,9 @@ fn blocks_of(content: Option<&Value>) -> Vec<String> {
     };
     items
         .iter()
-        .map(|it| match get_str(it, "type") {
-            Some("input_text" | "output_text" | "text") => {
+        .map(|it| match (it, get_str(it, "type")) {
+            (Value::String(s), _) => text_block(s),
+            (_, Some("input_text" | "output_text" | "text")) => {
                 text_block(get_str(it, "text").unwrap_or(""))
             }
             _ => it.to_string(),

@@ -317,3 +317,39 @@ fn codex_calls_keep_their_own_time_and_tools_their_duration() {
     let stats = reader(&store, "codex-lat").stats().unwrap();
     assert_eq!(stats.tools["shell"].latency.as_slice(), [7500]);
 }
+
+/// A bare string among a Claude Code user line's blocks (or a tool result's) is text: it was
+/// refused as a block (an internal warning) and the prompt was lost.
+#[test]
+fn claude_code_bare_strings_among_blocks_are_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":["fix the build",{"type":"text","text":"please"}]},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"bs"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}}],"usage":{"input_tokens":5,"output_tokens":1}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"bs"}"#,
+        r#"{"parentUuid":"a1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":["built",{"type":"text","text":"ok"}]}]},"uuid":"r1","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"bs"}"#,
+    ];
+    let file = write(dir.path(), "bs.jsonl", &lines, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let summary = import_keep_open(&store, &file, false);
+    assert!(
+        !summary.warnings.iter().any(|w| w.contains("internal")),
+        "{:?}",
+        summary.warnings
+    );
+    let history = reader(&store, "claude-bs")
+        .messages()
+        .unwrap()
+        .to_value()
+        .to_string();
+    assert!(
+        history.starts_with(
+            r#"[{"role":"user","content":[{"type":"text","text":"fix the build"},{"type":"text","text":"please"}]}"#
+        ),
+        "{history}"
+    );
+    assert!(
+        history
+            .contains(r#""content":[{"type":"text","text":"built"},{"type":"text","text":"ok"}]"#),
+        "{history}"
+    );
+}
