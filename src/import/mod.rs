@@ -666,6 +666,17 @@ fn new_lines<'d>(
     })
 }
 
+/// The time (ms) the file at `path` was last written: the time of a new session none of whose
+/// lines has one.
+fn file_time(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let ms = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis();
+    i64::try_from(ms).ok()
+}
+
 /// The time of the first timestamped line: lines of a new session before it take it.
 fn first_time(src: &[SrcLine<'_>]) -> Option<i64> {
     src.iter().find_map(|l| {
@@ -920,10 +931,17 @@ fn new_session(
     let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
         return Ok(());
     };
+    if keep_open && first_time(&lines.src).is_none() {
+        // No line has a time yet (a Claude Code file's first lines, summaries and snapshots,
+        // have none): the session waits for one rather than starting at time 0.
+        summary.unchanged += 1;
+        return Ok(());
+    }
+    let start = first_time(&lines.src).or_else(|| file_time(path));
     let built = build_holding(summary, &mut lines, hold, |summary, src| {
         let mut builder = Builder::fresh(summary, shown.to_owned());
         builder.keep_open = keep_open;
-        if let Some(t) = first_time(src) {
+        if let Some(t) = first_time(src).or(start) {
             builder.time = t;
         }
         let result = build_format(&mut builder, format, src, path);
@@ -994,7 +1012,7 @@ fn continue_session(
         builder.keep_open = keep_open;
         builder.resume_in = resume_in.clone();
         if session.is_empty() {
-            if let Some(t) = first_time(src) {
+            if let Some(t) = first_time(src).or_else(|| file_time(path)) {
                 builder.time = t;
             }
         }

@@ -461,3 +461,50 @@ fn a_response_split_by_a_result_counts_its_whole_usage() {
         "{tokens:?}"
     );
 }
+
+/// A `--keep-open` run that saw only lines without a time (a Claude Code file's first lines:
+/// `summary`, `file-history-snapshot`) created the session with events at time 0 (1970). The
+/// new session now waits for a line with a time; a run that does not keep it open gives lines
+/// without any time the file's modification time.
+#[test]
+fn a_new_session_does_not_start_at_time_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let untimed = [
+        r#"{"type":"summary","summary":"Fixing the build","leafUuid":"a1"}"#,
+        r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{"trackedFileBackups":{}},"isSnapshotUpdate":false}"#,
+    ];
+    let timed = [
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"fix the build"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"tz"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":5,"output_tokens":1}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"tz"}"#,
+    ];
+    let june_10 = 1_749_556_800_000;
+    let file = write(dir.path(), "tz.jsonl", &untimed, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let summary = import_keep_open(&store, &file, true);
+    assert!(summary.created.is_empty(), "{summary:?}");
+    let all: Vec<&str> = untimed.iter().chain(&timed).copied().collect();
+    write(dir.path(), "tz.jsonl", &all, "\n");
+    import_keep_open(&store, &file, true);
+    let times: Vec<i64> = events(&reader(&store, "claude-tz"))
+        .iter()
+        .map(|e| e.time)
+        .collect();
+    assert!(times.iter().all(|&t| t >= june_10), "{times:?}");
+
+    // No time in any line: the file's.
+    let file = write(dir.path(), "nt.jsonl", &untimed, "\n");
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let ms = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    import_keep_open(&store, &file, false);
+    let times: Vec<i64> = events(&reader(&store, "claude-nt"))
+        .iter()
+        .map(|e| e.time)
+        .collect();
+    assert!(
+        !times.is_empty() && times.iter().all(|&t| t == ms),
+        "{times:?} {ms}"
+    );
+}
