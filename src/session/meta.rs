@@ -375,7 +375,8 @@ impl SessionMeta {
     }
 
     /// Checks `<dir>/session.json` and repairs what can be: a missing, invalid or
-    /// checksum-failing file is rebuilt from `LOGMETA` (the header and configuration the session
+    /// checksum-failing file, or another session's (its id is not the one `LOGMETA` names), is
+    /// rebuilt from `LOGMETA` (the header and configuration the session
     /// was created with, state `active`; the damaged file is kept beside it as
     /// `session.json.damaged`); a sound file without a checksum is written again with one; a
     /// session without `LOGMETA` gets one from its sound `session.json`. It holds the session's
@@ -387,7 +388,16 @@ impl SessionMeta {
     pub fn repair(dir: &Path) -> Result<MetaRepair> {
         let _lock = log::lock_dir(dir)?;
         let mut report = MetaRepair::default();
-        match SessionMeta::load_checked(dir) {
+        let loaded = SessionMeta::load_checked(dir).and_then(|(meta, checksummed)| {
+            match foreign_meta(dir, &meta) {
+                Some(reason) => Err(Error::BrokenMeta {
+                    path: dir.join(META_FILE),
+                    reason,
+                }),
+                None => Ok((meta, checksummed)),
+            }
+        });
+        match loaded {
             Ok((meta, checksummed)) => {
                 if !checksummed {
                     meta.save(dir)?;
@@ -455,6 +465,22 @@ impl SessionMeta {
         keep_damaged(&dir.join(META_FILE))?;
         Ok(meta)
     }
+}
+
+/// Why `meta` (a sound `session.json` of `dir`) is another session's: the session `LOGMETA`
+/// names (written when the session was created) has another id. `None` when they agree, or
+/// there is no readable `LOGMETA` to tell.
+pub(crate) fn foreign_meta(dir: &Path, meta: &SessionMeta) -> Option<String> {
+    let created = SessionMeta::from_logmeta(dir).ok()??;
+    (created.id != meta.id).then(|| {
+        format!(
+            "it names session {:?} and {} (written when this session was created) names {:?}: \
+             it is another session's",
+            meta.id,
+            log::LOGMETA_FILE,
+            created.id
+        )
+    })
 }
 
 /// The checksum a checksum line holds, if it is exactly one.

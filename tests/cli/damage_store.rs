@@ -149,6 +149,34 @@ fn recover_rebuilds_session_json_from_logmeta() {
     assert!(ls.ok().contains("\"parentSession\":\"a\""), "{}", ls.stdout);
 }
 
+/// Another session's session.json copied over this one's (a backup restored into the wrong
+/// folder) passes its own checksum: `verify` said "ok" and `export --header`, `ls` and `show`
+/// gave the other session's id, title and creation time. `verify` now names it against LOGMETA
+/// (written when the session was created) and `recover` rebuilds it from there.
+#[test]
+fn another_sessions_session_json_is_named_and_rebuilt() {
+    let cli = four_sessions();
+    let copied = cli.session_dir("b").join("session.json");
+    std::fs::copy(&copied, cli.session_dir("a").join("session.json")).unwrap();
+    let verify = cli.run(&["verify", "a"]);
+    verify.fails(1);
+    let said = &verify.stdout;
+    assert!(
+        said.contains("another session's") && said.contains("\"b\"") && said.contains("LOGMETA"),
+        "{said}"
+    );
+    let out = cli.run(&["recover", "a"]);
+    assert!(out.ok().contains("rebuilt"), "{}", out.stdout);
+    let export = cli.run(&["export", "--header", "a"]);
+    let first = export.ok().lines().next().unwrap().to_string();
+    assert_eq!(
+        first,
+        header_line("coding-session").replace("\"sess-0001\"", "\"a\"")
+    );
+    cli.run(&["verify", "a"]).ok();
+    assert!(cli.session_dir("a").join("session.json.damaged").exists());
+}
+
 /// `delete` needed a parsable session.json, and `recover --salvage` refused the session. Now
 /// delete works with a broken or missing one (with or without LOGMETA), gc then removes it,
 /// and salvage recovers the log.

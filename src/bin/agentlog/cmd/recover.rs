@@ -26,8 +26,8 @@ use crate::target::{Ctx, Target};
 /// original seq) to damaged/<file>.after.jsonl. Then the session is closed cleanly. Needs the
 /// session's writer lock.
 ///
-/// A missing, invalid or checksum-failing session.json is rebuilt first from the session's
-/// LOGMETA (the header and configuration it was created with; state active; the damaged file
+/// A missing, invalid or checksum-failing session.json, or another session's (its id is not the
+/// one LOGMETA names), is rebuilt first from the session's LOGMETA (the header and configuration it was created with; state active; the damaged file
 /// kept as session.json.damaged). A session without LOGMETA (created by an older agentlog) gets
 /// one from its sound session.json; when both are lost the log is still recovered and the
 /// command says how to write session.json by hand.

@@ -236,7 +236,25 @@ fn check(target: &Target) -> Result<Checked> {
     }
 
     // session.json (its checksum) and LOGMETA (what rebuilds it).
+    // The id the session was created with (a session.json copied in from another session
+    // passes its own checksum).
+    let created = SessionMeta::from_logmeta(&target.dir)
+        .ok()
+        .flatten()
+        .map(|m| m.id);
     let meta_broken = match SessionMeta::load_checked(&target.dir) {
+        Ok((meta, _)) if created.as_ref().is_some_and(|id| *id != meta.id) => {
+            let created = created.unwrap_or_default();
+            problems.push(format!(
+                "{META_FILE} is another session's: it names session {:?} and {} (written when \
+                 this session was created) names {created:?}; `agentlog recover {label}` \
+                 rebuilds it from {}",
+                meta.id,
+                log::LOGMETA_FILE,
+                log::LOGMETA_FILE
+            ));
+            true
+        }
         Ok((_, true)) => false,
         Ok((_, false)) => {
             notes.push(format!(
