@@ -60,6 +60,23 @@ pub(crate) fn temp_name(base_seq: u64) -> String {
     format!("{:020}.cold.seg.tmp", base_seq)
 }
 
+/// The plain segment a cold segment was compressed from, rebuilt whole for a salvage: its
+/// header and every block that decompresses, at their offsets, a damaged block's bytes zeros;
+/// the index header the plain segment had (state, count, end); and whether a block was
+/// damaged. Fails when the cold segment's header, dictionary or block index is damaged.
+pub(crate) fn rebuild_plain(
+    path: &Path,
+    base_seq: u64,
+) -> Result<(rkyv::util::AlignedVec<16>, IndexHeader, bool)> {
+    let file = File::open(path).map_err(|e| Error::io("open segment", path, e))?;
+    let (cold, plain_header) = ColdSegment::open(&file, path, base_seq)?;
+    let damaged = cold.ensure_all().is_some();
+    let bytes = cold.plain();
+    let mut out = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
+    out.extend_from_slice(bytes);
+    Ok((out, cold.index_header(&plain_header), damaged))
+}
+
 /// The decoded header of a cold segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ColdHeader {

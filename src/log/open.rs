@@ -36,6 +36,10 @@ pub struct RecoveryReport {
     pub removed: Vec<PathBuf>,
     /// Junk found after the complete records of sealed segments, zeroed (no record was lost).
     pub junk_cleared: Vec<Corruption>,
+    /// Salvage: compressed (cold) segments with a damaged block, each made the plain segment
+    /// it was compressed from (the damaged blocks' bytes zeros) before the damage was cut; the
+    /// copies of the compressed files kept in `damaged/`.
+    pub cold_rebuilt: Vec<PathBuf>,
 }
 
 /// A part of the log that opening removed.
@@ -101,6 +105,13 @@ impl std::fmt::Display for RecoveryReport {
         if !self.indexes_rebuilt.is_empty() {
             write!(f, "; rebuilt {} index file(s)", self.indexes_rebuilt.len())?;
         }
+        if !self.cold_rebuilt.is_empty() {
+            write!(
+                f,
+                "; decompressed {} damaged compressed segment(s) (kept in {DAMAGED_DIR}/)",
+                self.cold_rebuilt.len()
+            )?;
+        }
         Ok(())
     }
 }
@@ -159,6 +170,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Log> {
         }
     }
     let verify_all = options.recovery != RecoveryMode::TolerateTornTail;
+    if options.recovery == RecoveryMode::Salvage {
+        rebuild_damaged_cold(&dir, &options, &mut report)?;
+    }
     let inspection = recovery::inspect(&dir, Some(options.payload_schema), verify_all)?;
     if let Some(e) = inspection.refusal(options.recovery) {
         return Err(e);
@@ -169,6 +183,71 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Log> {
     report.events = writer.next_seq;
     let shared = Arc::new(Shared::new(views, writer.next_seq));
     Log::from_parts(dir, options, lock, writer, shared, synced, report)
+}
+
+/// Salvage: each compressed (cold) segment with a damaged block is made the plain segment it
+/// was compressed from, its damaged blocks' bytes zeros, with an index header naming every
+/// record the segment held (so a damaged last block is damage, never an end), the compressed
+/// file kept in `damaged/` first. The plain salvage then keeps the records before the damage
+/// and finds the valid ones after it. A cold segment whose header or block index is damaged
+/// is left as it is: the inspection reports it and the salvage moves it whole.
+fn rebuild_damaged_cold(dir: &Path, options: &Options, report: &mut RecoveryReport) -> Result<()> {
+    use std::io::Read;
+    let (bases, _) = recovery::list_dir(dir)?;
+    for base in bases {
+        let path = dir.join(format::segment_file_name(base));
+        let mut head = [0u8; 8];
+        let cold = std::fs::File::open(&path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+            && super::cold::is_cold(&head);
+        if !cold {
+            continue;
+        }
+        let Ok((plain, index, true)) = super::cold::rebuild_plain(&path, base) else {
+            continue;
+        };
+        let damaged = dir.join(DAMAGED_DIR);
+        create_dir(&damaged)?;
+        let copy = damaged.join(format!(
+            "{}.cold.{}",
+            format::segment_file_name(base),
+            crate::util::now_ms()
+        ));
+        std::fs::copy(&path, &copy).map_err(|e| Error::io("keep a copy of", &path, e))?;
+        let mut idx = index.encode().to_vec();
+        idx.resize(format::index_entry_offset(index.count) as usize, 0);
+        let idx_path = dir.join(format::index_file_name(base));
+        let seg_tmp = dir.join(format!("{base:020}.plain.seg.tmp"));
+        let idx_tmp = dir.join(format!("{base:020}.plain.idx.tmp"));
+        write_synced(&seg_tmp, &plain)?;
+        write_synced(&idx_tmp, &idx)?;
+        std::fs::rename(&seg_tmp, &path).map_err(|e| Error::io("rename", &seg_tmp, e))?;
+        std::fs::rename(&idx_tmp, &idx_path).map_err(|e| Error::io("rename", &idx_tmp, e))?;
+        options
+            .storage
+            .sync_dir(dir)
+            .map_err(|e| Error::io("sync directory", dir, e))?;
+        report.cold_rebuilt.push(copy);
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a new file at `path` (mode 0600), synced.
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .map_err(|e| Error::io("write", path, e))
 }
 
 /// Applies what the inspection found: removes strays, cuts damage, rebuilds indexes, and opens

@@ -391,11 +391,19 @@ fn plan_segment(
     // costs its header and the block of its last record, like a plain segment.
     let cold_damage = view
         .cold()
-        .filter(|_| verify_all)
+        .filter(|_| {
+            // A quick open reads the block of the last record: when that fails, the damage
+            // is named as a damaged block, not as records that end early.
+            verify_all
+                || !view
+                    .index_header()
+                    .is_some_and(|h| view.index_tail_ok(h.count, h.end))
+        })
         .and_then(|c| c.first_damage());
     if let Some((fault, count, end)) = cold_damage {
         // A damaged block of a cold segment: its records are lost from the block on (a cold
-        // segment is never cut or repaired; salvage refuses it too).
+        // segment is never cut or repaired: salvage first makes it a plain segment,
+        // `open::rebuild_damaged_cold`).
         let base = view.header.base_seq;
         let damage = Damage {
             corruption: Corruption {

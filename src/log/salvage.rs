@@ -71,10 +71,29 @@ impl Cut {
     }
 }
 
-/// The valid records found in one damaged file, read in place from a read-only map.
+/// The bytes a salvage search reads: the file, mapped, or the plain segment a compressed one
+/// holds, rebuilt.
+#[derive(Debug)]
+enum Bytes {
+    Map(Mmap),
+    Rebuilt(rkyv::util::AlignedVec<16>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Rebuilt(v) => v,
+        }
+    }
+}
+
+/// The valid records found in one damaged file, read in place from a read-only map (a
+/// compressed segment: from the plain segment it holds, rebuilt in memory).
 #[derive(Debug)]
 pub struct SalvagedRecords {
-    map: Option<Mmap>,
+    map: Option<Bytes>,
     /// (seq, payload offset, payload length), in file order.
     found: Vec<(u64, usize, usize)>,
 }
@@ -99,8 +118,24 @@ impl SalvagedRecords {
                 found: Vec::new(),
             });
         }
-        let map =
-            mmap::map_read(&file, len).map_err(|e| Error::io("map damaged segment", path, e))?;
+        let mut map = Bytes::Map(
+            mmap::map_read(&file, len).map_err(|e| Error::io("map damaged segment", path, e))?,
+        );
+        if super::cold::is_cold(&map) {
+            // A compressed segment (moved whole after the damage): its records are in the
+            // blocks that decompress. One whose header or block index is damaged gives none.
+            let rebuilt = format::parse_segment_file_name(&source.segment)
+                .and_then(|base| super::cold::rebuild_plain(path, base).ok());
+            match rebuilt {
+                Some((plain, _, _)) => map = Bytes::Rebuilt(plain),
+                None => {
+                    return Ok(SalvagedRecords {
+                        map: Some(map),
+                        found: Vec::new(),
+                    })
+                }
+            }
+        }
         let data: &[u8] = &map;
         let header = SegmentHeader::decode(&data[..data.len().min(HEADER_SIZE)])
             .ok()
@@ -118,7 +153,8 @@ impl SalvagedRecords {
         let check = RecordCheck {
             base_seq: base,
             seed: format::segment_seed(&log_id, base),
-            max_payload: len.saturating_sub((HEADER_SIZE + RECORD_HEADER_SIZE) as u64),
+            max_payload: (data.len() as u64)
+                .saturating_sub((HEADER_SIZE + RECORD_HEADER_SIZE) as u64),
         };
         let found = scan_aligned(data, source.from_offset, source.min_seq, &check);
         Ok(SalvagedRecords {

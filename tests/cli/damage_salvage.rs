@@ -172,6 +172,61 @@ fn salvage_of_a_damaged_first_header_keeps_the_log_id_and_every_event() {
     }
 }
 
+/// An archived (compressed) session with damage in a middle segment: a damaged block, or a
+/// damaged block index. `recover --salvage` moved the later segments to `damaged/`, then
+/// refused ("a damaged cold segment cannot be repaired"), leaving a session that no command
+/// could read, and wrote no `.after.jsonl` (its search read compressed bytes as records). Now
+/// a damaged block's segment becomes the plain segment it was compressed from (the compressed
+/// file kept), the events before the damage stay, and every event of the intact blocks and
+/// segments after it is written out; a plain `recover` names the damaged block.
+#[test]
+fn salvage_of_an_archived_session_keeps_what_the_intact_blocks_hold() {
+    let base_of = |p: &Path| -> usize {
+        p.file_name().unwrap().to_str().unwrap()[..20]
+            .parse()
+            .unwrap()
+    };
+    // In the compressed blocks (past the dictionary), and in the block index (the file's end).
+    for (what, at_end) in [("a block", false), ("the block index", true)] {
+        let cli = Cli::with_config("segment_size = \"16KiB\"\nmax_event_size = \"8KiB\"\n");
+        let id = cli.import_example("tools-and-approvals", &["--id", "t"]);
+        let original = lines(cli.run(&["export", &id]).ok());
+        cli.run(&["archive", &id]).ok();
+        let dir = cli.session_dir(&id);
+        let segs = segments(&dir);
+        assert!(segs.len() >= 4, "{segs:?}");
+        let (b1, b2) = (base_of(&segs[1]), base_of(&segs[2]));
+        let mut bytes = std::fs::read(&segs[1]).unwrap();
+        let at = if at_end {
+            bytes.len() - 10
+        } else {
+            bytes.len() * 2 / 3
+        };
+        bytes[at] ^= 0x5a;
+        std::fs::write(&segs[1], bytes).unwrap();
+
+        let plain = cli.run(&["recover", &id]);
+        let said = plain.fails(1);
+        assert!(said.contains("cold segment"), "{what}: {said}");
+        let out = cli.run(&["recover", &id, "--salvage"]).ok().to_string();
+        assert_eq!(
+            lines(cli.run(&["export", &id]).ok()),
+            original[..b1].to_vec(),
+            "{what}: {out}"
+        );
+        let mut salvaged = Vec::new();
+        for f in after_files(&dir) {
+            salvaged.extend(lines(&std::fs::read_to_string(f).unwrap()));
+        }
+        assert!(salvaged.ends_with(&original[b2..]), "{what}: {out}");
+        assert!(
+            salvaged.iter().all(|l| original[b1..].contains(l)),
+            "{what}: {out}"
+        );
+        cli.run(&["verify", &id]).ok();
+    }
+}
+
 /// Item 5, the library: the session-level report of a salvage names the file and the seqs.
 #[test]
 fn salvage_report_names_file_and_seqs() {
