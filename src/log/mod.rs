@@ -84,6 +84,7 @@ pub use open::{Cut, RecoveryReport, DAMAGED_DIR};
 pub use options::{Durability, Options, RecoveryMode};
 pub(crate) use readahead::vouched;
 pub use reader::{Iter, LogReader, Record};
+pub(crate) use recovery::refuse_corruption;
 pub use recovery::{Damage, DamageClass};
 pub use salvage::{SalvageSource, SalvagedRecords};
 pub use verify::{verify, IndexCheck, SegmentCheck, VerifyReport};

@@ -182,6 +182,20 @@ pub(crate) fn list(dir: &Path) -> Result<Listing> {
     Ok(out)
 }
 
+/// Refuses to go on with a log whose segments are damaged where a crash cannot explain it (a
+/// missing or foreign segment, records a clean close or a seal vouches for that are gone, a
+/// damaged header): what archiving checks before it compresses. Reads what a writer's open
+/// reads (headers, index tails); a torn tail is not refused (a killed writer's last segment
+/// stays plain until a writer opens the log).
+pub(crate) fn refuse_corruption(dir: &Path) -> Result<()> {
+    match inspect(dir, None, false)?.damage {
+        Some(d) if d.class == DamageClass::Corruption => {
+            Err(Error::Corrupt(Box::new(d.corruption)))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The header of an index file, if it can be read and is valid.
 fn read_index_header(path: &Path) -> Option<super::format::IndexHeader> {
     let f = std::fs::File::open(path).ok()?;
@@ -271,7 +285,14 @@ pub(crate) fn inspect_with(
             return Ok(out);
         }
         let is_last = i + 1 == bases.len();
-        let next_base = bases.get(i + 1).copied();
+        // The next segment: the next file, or a missing one whose index is still there (the
+        // damage is then that segment's absence, not this one's records ending early).
+        let next_base = bases
+            .get(i + 1)
+            .copied()
+            .into_iter()
+            .chain(missing.iter().map(|&(m, _)| m).filter(|&m| m > base))
+            .min();
         let view = match SegmentView::open(dir, base) {
             Ok(v) if live && !v.is_settled() => SegmentView::snapshot(dir, base),
             other => other,

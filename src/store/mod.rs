@@ -417,6 +417,11 @@ impl Store {
     fn set_state(&self, id: &str, state: SessionState) -> Result<()> {
         let dir = self.existing_dir(id)?;
         let _lock = log::lock_dir(&dir)?;
+        if state == SessionState::Archived {
+            // A damaged log is not archived: compressing the segments around the damage would
+            // drop their indexes, the evidence `recover` reads.
+            log::refuse_corruption(&dir)?;
+        }
         self.set_state_locked(&dir, id, state)?;
         if state == SessionState::Archived {
             // Every segment of an archived session is compressed (docs/design.md, "Cold

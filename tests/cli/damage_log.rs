@@ -701,3 +701,43 @@ fn verify_does_not_read_the_holes_of_sealed_segments() {
     // 200 segments of 4 MiB each: reading them whole takes 800 MB.
     assert!(peak < 200 << 20, "verify peaked at {} MiB", peak >> 20);
 }
+
+/// `archive` of a session whose middle segment is gone compressed the segments around the gap
+/// (dropping their indexes, the evidence `recover` reads) and marked it archived; and the
+/// damage was named as the segment before the gap ending early. `archive` now refuses a
+/// damaged log, changing nothing, and every command names the missing segment.
+#[test]
+fn archive_refuses_a_session_with_a_missing_segment() {
+    let cli = cli_with_segments("64KiB");
+    let dir = session(&cli, 600, 300);
+    let segs = segments(&dir);
+    assert!(segs.len() >= 3, "{segs:?}");
+    std::fs::remove_file(&segs[1]).unwrap();
+    let before: Vec<PathBuf> = {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let run = cli.run(&["archive", "s"]);
+    let said = run.fails(1).to_string();
+    let missing = segs[1].file_name().unwrap().to_str().unwrap().to_string();
+    assert!(
+        said.contains(&missing) && said.contains("missing"),
+        "{said}"
+    );
+    let mut after: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    after.sort();
+    assert_eq!(before, after, "archive changed files");
+    assert!(segments(&dir).iter().all(|s| !testkit::is_cold(s)));
+    let ls = cli.run(&["ls"]);
+    assert!(ls.ok().contains("active"), "{}", ls.stdout);
+    let verify = cli.run(&["verify", "s"]);
+    verify.fails(1);
+    assert!(verify.stdout.contains(&missing), "{}", verify.stdout);
+}
