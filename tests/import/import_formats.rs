@@ -584,19 +584,7 @@ fn codex_cumulative_token_counts_are_counted_once() {
     let r = reader(&store, &id);
     assert_lifecycle_clean(&r);
     let evs = events(&r);
-    let (mut input, mut cached, mut output) = (0, 0, 0);
-    for e in &evs {
-        if let EventData::AssistantMessage(m) = &e.data {
-            if let Opt::Present(u) = &m.usage {
-                input += u.input_tokens;
-                output += u.output_tokens;
-                if let Opt::Present(c) = u.cache_read_tokens {
-                    cached += c;
-                }
-            }
-        }
-    }
-    assert_eq!((input + cached, cached, output), (250, 140, 9));
+    assert_eq!(usage_sums(&evs), (250, 140, 9));
     let failed = evs
         .iter()
         .any(|e| matches!(&e.data, EventData::ToolResult(t) if t.message.is_error));
