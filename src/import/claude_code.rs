@@ -103,6 +103,19 @@ struct Pending<'l> {
     /// written after its message (Claude Code runs a tool as soon as its block has come and
     /// writes the result at once, before the response's later blocks).
     results: Vec<HeldResult<'l>>,
+    /// Messages the user queued while the agent worked that reached the model during this
+    /// response (`queued_command` attachments): written after its results.
+    queued: Vec<HeldQueued>,
+}
+
+/// A queued message (a `queued_command` attachment) waiting for the end of the response it
+/// came during.
+struct HeldQueued {
+    blocks: Vec<String>,
+    envelope: String,
+    raw: Vec<(u64, Value)>,
+    time: i64,
+    line: u64,
 }
 
 /// A user line of tool results waiting for the end of the response it answers.
@@ -271,7 +284,13 @@ pub(crate) fn build(
         b.begin_line(line, time);
         let ty = get_str(v, "type").unwrap_or("unknown");
         let sidechain = get(v, "isSidechain").and_then(Value::as_bool) == Some(true);
-        if sidechain && !agent_file && matches!(ty, "user" | "assistant" | "system" | "progress") {
+        if sidechain
+            && !agent_file
+            && matches!(
+                ty,
+                "user" | "assistant" | "system" | "progress" | "attachment"
+            )
+        {
             // Subagent traffic inside the main file: not the parent's conversation (its own
             // session is built from these lines afterwards).
             // "Warmup" sidechains (2.0.2x) are noise: kept, never a session.
@@ -379,6 +398,24 @@ pub(crate) fn build(
                 }
                 b.end_line(&format!("system/{sub}"));
             }
+            "attachment" => match queued_message(v) {
+                // A message the user typed while the agent worked, given to the model during
+                // the turn (newer versions; older ones record only the queue's operations).
+                Some((blocks, envelope)) => match st.pending.as_mut() {
+                    Some(p) => p.queued.push(HeldQueued {
+                        blocks,
+                        envelope,
+                        raw: b.take_carry(),
+                        time: b.time,
+                        line: b.line,
+                    }),
+                    None => {
+                        b.user(&blocks, &envelope);
+                        b.end_line(QUEUED_KIND);
+                    }
+                },
+                None => b.end_line("attachment"),
+            },
             "progress" => {
                 let t = get(v, "data")
                     .and_then(|d| get_str(d, "type"))
@@ -459,6 +496,7 @@ fn assistant<'l>(b: &mut Builder<'_>, st: &mut State<'l>, v: &'l Value) {
         api_error: None,
         time: b.time,
         results: Vec::new(),
+        queued: Vec::new(),
     });
     let blocks: Vec<&Value> = match get(msg, "content") {
         Some(Value::Array(items)) => items.iter().collect(),
@@ -562,6 +600,13 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
         user(b, r.value, Back::Unknown);
         b.end_line("user/other");
     }
+    for q in p.queued {
+        b.line = q.line;
+        b.time = q.time;
+        b.give_carry(q.raw);
+        b.user(&q.blocks, &q.envelope);
+        b.end_line(QUEUED_KIND);
+    }
     b.line = line;
     let mark = b.surface_mark();
     for u in st.unresolved.drain(..) {
@@ -570,6 +615,41 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     st.last_id = Some(p.id);
     b.time = now;
     b.give_carry(current);
+}
+
+/// The `import/line` kind of a `queued_command` attachment that made no message.
+const QUEUED_KIND: &str = "attachment/queued_command";
+
+/// The user message of a `queued_command` attachment (a message the user typed while the agent
+/// worked, which reached the model during the turn): its blocks (`prompt`, a string or blocks)
+/// and its envelope (`kind: "queued"`, and the attachment's `commandMode`). `None` for any
+/// other line, or an empty prompt.
+fn queued_message(v: &Value) -> Option<(Vec<String>, String)> {
+    let a = get(v, "attachment")?;
+    if get_str(a, "type") != Some("queued_command") {
+        return None;
+    }
+    let blocks: Vec<String> = match get(a, "prompt")? {
+        Value::String(s) if !s.is_empty() => vec![text_block(s)],
+        Value::Array(items) => items
+            .iter()
+            .map(|i| match (i, get_str(i, "type")) {
+                (Value::String(s), _) => text_block(s),
+                (_, Some("text")) => text_block(get_str(i, "text").unwrap_or("")),
+                _ => i.to_string(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if blocks.is_empty() {
+        return None;
+    }
+    let mut envelope = String::from("{\"source\":\"claude-code\",\"kind\":\"queued\"");
+    if let Some(mode) = get_str(a, "commandMode") {
+        envelope.push_str(&format!(",\"commandMode\":{}", js(mode)));
+    }
+    envelope.push('}');
+    Some((blocks, envelope))
 }
 
 /// Whether user line `v` holds tool results only, each answering one of `calls`.

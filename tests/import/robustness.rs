@@ -353,3 +353,76 @@ fn claude_code_bare_strings_among_blocks_are_text() {
         "{history}"
     );
 }
+
+/// A message the user typed while Claude Code worked reaches the model during the turn; newer
+/// versions record it as a `queued_command` attachment (after the `queue-operation` lines).
+/// It was an `import/line`, missing from the derived history though the model saw it. It is a
+/// `user/message` (`kind: "queued"`) after the results of the response it came during, so both
+/// renderings stay valid; a prompt given as blocks keeps them.
+#[test]
+fn claude_code_queued_messages_reach_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = r#""isSidechain":false,"sessionId":"qc","version":"2.1.240""#;
+    let lines = [
+        format!(r#"{{"parentUuid":null,{head},"type":"user","message":{{"role":"user","content":"add a forecast screen"}},"uuid":"u1","timestamp":"2026-09-29T10:00:00.000Z"}}"#),
+        format!(r#"{{"parentUuid":"u1",{head},"type":"assistant","message":{{"id":"m1","role":"assistant","model":"c","content":[{{"type":"tool_use","id":"t1","name":"Bash","input":{{"command":"npm test"}}}}],"usage":{{"input_tokens":5,"output_tokens":1}}}},"uuid":"a1","timestamp":"2026-09-29T10:00:05.000Z"}}"#),
+        r#"{"type":"queue-operation","operation":"enqueue","timestamp":"2026-09-29T10:00:06.000Z","sessionId":"qc","content":"also add tests"}"#.to_string(),
+        format!(r#"{{"parentUuid":"a1",{head},"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"ok"}}]}},"uuid":"r1","timestamp":"2026-09-29T10:00:09.000Z"}}"#),
+        r#"{"type":"queue-operation","operation":"remove","timestamp":"2026-09-29T10:00:09.500Z","sessionId":"qc","content":"also add tests","reason":"absorbed_mid_turn"}"#.to_string(),
+        format!(r#"{{"parentUuid":"r1",{head},"type":"attachment","attachment":{{"type":"queued_command","prompt":"also add tests","commandMode":"prompt","origin":{{"kind":"human"}}}},"uuid":"q1","timestamp":"2026-09-29T10:00:06.000Z"}}"#),
+        format!(r#"{{"parentUuid":"q1",{head},"type":"attachment","attachment":{{"type":"queued_command","prompt":[{{"type":"text","text":"match this"}},{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"AAAA"}}}}],"commandMode":"prompt"}},"uuid":"q2","timestamp":"2026-09-29T10:00:07.000Z"}}"#),
+        format!(r#"{{"parentUuid":"q2",{head},"type":"attachment","attachment":{{"type":"edited_text_file","filename":"a.go"}},"uuid":"e1","timestamp":"2026-09-29T10:00:09.700Z"}}"#),
+        format!(r#"{{"parentUuid":"e1",{head},"type":"assistant","message":{{"id":"m2","role":"assistant","model":"c","content":[{{"type":"text","text":"Adding tests."}}],"usage":{{"input_tokens":9,"output_tokens":2}}}},"uuid":"a2","timestamp":"2026-09-29T10:00:10.000Z"}}"#),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "qc.jsonl", &refs, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let r = reader(&store, "claude-qc");
+    let history: serde_json::Value =
+        serde_json::from_str(&r.messages().unwrap().to_value().to_string()).unwrap();
+    let shape: Vec<String> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| {
+            let role = m["role"].as_str().unwrap().to_owned();
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |b| format!("{role} {}", b["type"].as_str().unwrap()))
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "user text",
+            "assistant tool_use",
+            "user tool_result",
+            "user text",
+            "user text",
+            "user image",
+            "assistant text"
+        ],
+        "{history}"
+    );
+    assert!(history.to_string().contains("also add tests"));
+    let queued = events(&r)
+        .into_iter()
+        .filter(|e| match &e.data {
+            EventData::UserMessage(m) => {
+                matches!(&m.envelope, Opt::Present(env) if env.to_string().contains("\"kind\":\"queued\""))
+            }
+            _ => false,
+        })
+        .count();
+    assert_eq!(queued, 2);
+    let openai = agentlog::projection::render_openai(&r.messages().unwrap()).to_string();
+    assert!(!openai.contains("TOOL_OUTCOME_UNKNOWN"), "{openai}");
+    let anthropic = agentlog::projection::render_anthropic(&r.messages().unwrap()).to_string();
+    assert!(!anthropic.contains("[result of tool call"), "{anthropic}");
+    let mut exported = Vec::new();
+    agentlog::import::export_source(&r, &mut exported).unwrap();
+    assert!(exported == std::fs::read(&file).unwrap());
+}
