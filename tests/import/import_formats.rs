@@ -7,7 +7,7 @@ use testkit::project::provider_schema;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agentlog::event::{Event, EventData, Opt};
+use agentlog::event::{Event, EventData, Opt, Usage};
 use agentlog::import::{export_source, import_paths, Format, Options, Summary};
 use agentlog::session::SessionReader;
 use agentlog::store::Store;
@@ -52,7 +52,8 @@ pub(crate) fn events(r: &SessionReader) -> Vec<Event> {
     (0..r.len()).map(|s| r.get_owned(s).unwrap()).collect()
 }
 
-fn exported(r: &SessionReader) -> Vec<u8> {
+/// The source file an imported session exports (`export_source`).
+pub(crate) fn exported(r: &SessionReader) -> Vec<u8> {
     let mut out = Vec::new();
     export_source(r, &mut out).unwrap();
     out
@@ -387,15 +388,9 @@ fn claude_code_lines_of_one_response_are_one_step_with_usage_once() {
         ]
     );
     let evs = events(&r);
-    let usages: Vec<u64> = evs
+    let usages: Vec<u64> = message_usages(&evs)
         .iter()
-        .filter_map(|e| match &e.data {
-            EventData::AssistantMessage(m) => match &m.usage {
-                Opt::Present(u) => Some(u.input_tokens),
-                _ => None,
-            },
-            _ => None,
-        })
+        .map(|u| u.input_tokens)
         .collect();
     assert_eq!(usages, [100, 100], "one usage per message.id");
     let meta = evs.iter().find_map(|e| match &e.data {
@@ -596,18 +591,27 @@ fn codex_cumulative_token_counts_are_counted_once() {
     assert_eq!(end, Some(agentlog::event::ReasonKind::Completed));
 }
 
+/// The usages of the assistant messages among `evs` that have one, in order.
+pub(crate) fn message_usages(evs: &[Event]) -> Vec<&Usage> {
+    evs.iter()
+        .filter_map(|e| match &e.data {
+            EventData::AssistantMessage(m) => match &m.usage {
+                Opt::Present(u) => Some(u),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 /// The sums of the usages of a session's assistant messages: (input + cached, cached, output).
 fn usage_sums(evs: &[Event]) -> (u64, u64, u64) {
     let (mut input, mut cached, mut output) = (0, 0, 0);
-    for e in evs {
-        if let EventData::AssistantMessage(m) = &e.data {
-            if let Opt::Present(u) = &m.usage {
-                input += u.input_tokens;
-                output += u.output_tokens;
-                if let Opt::Present(c) = u.cache_read_tokens {
-                    cached += c;
-                }
-            }
+    for u in message_usages(evs) {
+        input += u.input_tokens;
+        output += u.output_tokens;
+        if let Opt::Present(c) = u.cache_read_tokens {
+            cached += c;
         }
     }
     (input + cached, cached, output)
@@ -1053,16 +1057,7 @@ fn claude_code_turn_split_across_runs_is_continued() {
     assert_eq!(count(&t, "step/start"), 2, "one step per response: {t:?}");
     assert_eq!(count(&t, "tool/result"), 1, "{t:?}");
     let evs = events(&r);
-    let input: u64 = evs
-        .iter()
-        .filter_map(|e| match &e.data {
-            EventData::AssistantMessage(m) => match &m.usage {
-                Opt::Present(u) => Some(u.input_tokens),
-                _ => None,
-            },
-            _ => None,
-        })
-        .sum();
+    let input: u64 = message_usages(&evs).iter().map(|u| u.input_tokens).sum();
     assert_eq!(input, 200, "usage once per response");
     let failed = evs
         .iter()

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use agentlog::event::{EventData, Opt};
+use agentlog::event::EventData;
 use agentlog::session::SessionReader;
 use agentlog::store::Store;
 
 use crate::import_formats::{
-    codex_prelude, codex_token_count, data_dir, events, import_keep_open, prefix_lines, reader,
-    types, write,
+    codex_prelude, codex_token_count, data_dir, events, exported, import_keep_open, message_usages,
+    prefix_lines, reader, types, write,
 };
 
 /// What a comparison of two imports of one file looks at: the derived history, and the
@@ -138,15 +138,9 @@ fn a_response_cut_by_a_run_is_one_message_with_its_whole_usage() {
     // And the one-shot import itself: one message for m1, with its last line's usage.
     let store = Store::open(dir.path().join("one-1/store")).unwrap();
     let r = reader(&store, "claude-c1");
-    let usage: Vec<(u64, u64)> = events(&r)
+    let usage: Vec<(u64, u64)> = message_usages(&events(&r))
         .iter()
-        .filter_map(|e| match &e.data {
-            EventData::AssistantMessage(m) => match &m.usage {
-                Opt::Present(u) => Some((u.input_tokens, u.output_tokens)),
-                _ => None,
-            },
-            _ => None,
-        })
+        .map(|u| (u.input_tokens, u.output_tokens))
         .collect();
     assert_eq!(usage, [(3, 395), (9, 2)]);
 }
@@ -188,9 +182,7 @@ fn a_held_back_response_is_imported_once_the_file_is_quiet() {
     assert!(last.warnings.is_empty(), "{:?}", last.warnings);
     let r = reader(&store, "claude-q1");
     assert_eq!(types(&r).last().map(String::as_str), Some("turn/end"));
-    let mut out = Vec::new();
-    agentlog::import::export_source(&r, &mut out).unwrap();
-    assert!(out == std::fs::read(&file).unwrap());
+    assert!(exported(&r) == std::fs::read(&file).unwrap());
 }
 
 /// A response whose last line so far is a thinking block (Codex: reasoning) surely goes on (no

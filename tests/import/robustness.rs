@@ -4,7 +4,9 @@
 use agentlog::event::{EventData, Opt};
 use agentlog::store::Store;
 
-use crate::import_formats::{codex_prelude, events, import_keep_open, reader, types, write};
+use crate::import_formats::{
+    codex_prelude, events, exported, import_keep_open, message_usages, reader, types, write,
+};
 
 /// The exec tools of Codex 0.12x return text whose header gives the exit code (`Process exited
 /// with code N`); a non-zero code is an error result, a command still running or exiting 0 is
@@ -199,15 +201,9 @@ fn claude_code_results_written_between_a_responses_lines_follow_the_whole_respon
         "one message for the response, its results after it"
     );
     // The response's usage is its last line's, once.
-    let usage: Vec<u64> = evs
+    let usage: Vec<u64> = message_usages(&evs)
         .iter()
-        .filter_map(|e| match &e.data {
-            EventData::AssistantMessage(m) => match &m.usage {
-                Opt::Present(u) => Some(u.output_tokens),
-                _ => None,
-            },
-            _ => None,
-        })
+        .map(|u| u.output_tokens)
         .collect();
     assert_eq!(usage, [11, 2]);
     // Each result keeps its own line's time, the message its first line's.
@@ -230,9 +226,7 @@ fn claude_code_results_written_between_a_responses_lines_follow_the_whole_respon
     assert!(!anthropic.contains("TOOL_OUTCOME_UNKNOWN"), "{anthropic}");
     assert!(!anthropic.contains("[result of tool call"), "{anthropic}");
     // Every line is still there, in its order.
-    let mut exported = Vec::new();
-    agentlog::import::export_source(&r, &mut exported).unwrap();
-    assert!(exported == std::fs::read(&file).unwrap());
+    assert!(exported(&r) == std::fs::read(&file).unwrap());
 }
 
 /// A Codex compaction done by the API (0.104 on): `compacted` has an empty `message`, and its
@@ -422,7 +416,5 @@ fn claude_code_queued_messages_reach_the_history() {
     assert!(!openai.contains("TOOL_OUTCOME_UNKNOWN"), "{openai}");
     let anthropic = agentlog::projection::render_anthropic(&r.messages().unwrap()).to_string();
     assert!(!anthropic.contains("[result of tool call"), "{anthropic}");
-    let mut exported = Vec::new();
-    agentlog::import::export_source(&r, &mut exported).unwrap();
-    assert!(exported == std::fs::read(&file).unwrap());
+    assert!(exported(&r) == std::fs::read(&file).unwrap());
 }
