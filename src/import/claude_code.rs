@@ -6,9 +6,10 @@
 //! line's (each line carries the response's usage so far; a response split by other lines gets a
 //! second message with the usage its lines add); `tool_result` blocks answer the calls by id, with `toolUseResult` kept as
 //! the result's `meta`. Result lines met between a response's lines (Claude Code 2.x runs a
-//! tool as soon as its block has come) are written after the whole response. Inline sidechain lines of a main file (subagent traffic of 1.0.x) are
-//! kept as `import/line` events and never counted in the parent; a subagent file is a session of
-//! its own whose `parentSession` is the main session's. `docs/import.md` has the mapping.
+//! tool as soon as its block has come) are written after the whole response. Inline sidechain
+//! lines of a main file (subagent traffic of 1.0.x) are kept as `import/line` events and never
+//! counted in the parent; a subagent file is a session of its own whose `parentSession` is the
+//! main session's. `docs/import.md` has the mapping.
 
 use std::path::Path;
 
@@ -113,18 +114,39 @@ struct Pending<'l> {
 struct HeldQueued {
     blocks: Vec<String>,
     envelope: String,
+    held: HeldLine,
+}
+
+/// A source line held back until the response it came during is written: its raw text (the
+/// builder's carry when it was met), its time and its number, given back when it is written.
+struct HeldLine {
     raw: Vec<(u64, Value)>,
     time: i64,
     line: u64,
 }
 
+impl HeldLine {
+    /// Holds the line being built.
+    fn take(b: &mut Builder<'_>) -> HeldLine {
+        HeldLine {
+            raw: b.take_carry(),
+            time: b.time,
+            line: b.line,
+        }
+    }
+
+    /// Makes it the line being built again.
+    fn restore(self, b: &mut Builder<'_>) {
+        b.line = self.line;
+        b.time = self.time;
+        b.give_carry(self.raw);
+    }
+}
+
 /// A user line of tool results waiting for the end of the response it answers.
 struct HeldResult<'l> {
     value: &'l Value,
-    /// Its raw line (the builder's carry when it was met).
-    raw: Vec<(u64, Value)>,
-    time: i64,
-    line: u64,
+    held: HeldLine,
 }
 
 struct State<'l> {
@@ -347,9 +369,7 @@ pub(crate) fn build(
                 if let Some(p) = st.pending.as_mut() {
                     p.results.push(HeldResult {
                         value: v,
-                        raw: b.take_carry(),
-                        time: b.time,
-                        line: b.line,
+                        held: HeldLine::take(b),
                     });
                 }
             }
@@ -405,9 +425,7 @@ pub(crate) fn build(
                     Some(p) => p.queued.push(HeldQueued {
                         blocks,
                         envelope,
-                        raw: b.take_carry(),
-                        time: b.time,
-                        line: b.line,
+                        held: HeldLine::take(b),
                     }),
                     None => {
                         b.user(&blocks, &envelope);
@@ -594,16 +612,12 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     }
     let line = b.line;
     for r in p.results {
-        b.line = r.line;
-        b.time = r.time;
-        b.give_carry(r.raw);
+        r.held.restore(b);
         user(b, r.value, Back::Unknown);
         b.end_line("user/other");
     }
     for q in p.queued {
-        b.line = q.line;
-        b.time = q.time;
-        b.give_carry(q.raw);
+        q.held.restore(b);
         b.user(&q.blocks, &q.envelope);
         b.end_line(QUEUED_KIND);
     }

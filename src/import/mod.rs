@@ -931,13 +931,14 @@ fn new_session(
     let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
         return Ok(());
     };
-    if keep_open && first_time(&lines.src).is_none() {
+    let first = first_time(&lines.src);
+    if keep_open && first.is_none() {
         // No line has a time yet (a Claude Code file's first lines, summaries and snapshots,
         // have none): the session waits for one rather than starting at time 0.
         summary.unchanged += 1;
         return Ok(());
     }
-    let start = first_time(&lines.src).or_else(|| file_time(path));
+    let start = first.or_else(|| file_time(path));
     let built = build_holding(summary, &mut lines, hold, |summary, src| {
         let mut builder = Builder::fresh(summary, shown.to_owned());
         builder.keep_open = keep_open;

@@ -376,12 +376,11 @@ impl SessionMeta {
 
     /// Checks `<dir>/session.json` and repairs what can be: a missing, invalid or
     /// checksum-failing file, or another session's (its id is not the one `LOGMETA` names), is
-    /// rebuilt from `LOGMETA` (the header and configuration the session
-    /// was created with, state `active`; the damaged file is kept beside it as
-    /// `session.json.damaged`); a sound file without a checksum is written again with one; a
-    /// session without `LOGMETA` gets one from its sound `session.json`. It holds the session's
-    /// writer lock while it works (no writer may be at work), and fails with [`Error::Locked`]
-    /// while a writer has the session open.
+    /// rebuilt from `LOGMETA` (the header and configuration the session was created with, state
+    /// `active`; the damaged file is kept beside it as `session.json.damaged`); a sound file
+    /// without a checksum is written again with one; a session without `LOGMETA` gets one from
+    /// its sound `session.json`. It holds the session's writer lock while it works (no writer
+    /// may be at work), and fails with [`Error::Locked`] while a writer has the session open.
     ///
     /// Fails with [`Error::BrokenMeta`] saying so when `session.json` is broken and there is no
     /// readable `LOGMETA` to rebuild it from.

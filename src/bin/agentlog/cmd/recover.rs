@@ -27,10 +27,11 @@ use crate::target::{Ctx, Target};
 /// session's writer lock.
 ///
 /// A missing, invalid or checksum-failing session.json, or another session's (its id is not the
-/// one LOGMETA names), is rebuilt first from the session's LOGMETA (the header and configuration it was created with; state active; the damaged file
-/// kept as session.json.damaged). A session without LOGMETA (created by an older agentlog) gets
-/// one from its sound session.json; when both are lost the log is still recovered and the
-/// command says how to write session.json by hand.
+/// one LOGMETA names), is rebuilt first from the session's LOGMETA (the header and
+/// configuration it was created with; state active; the damaged file kept as
+/// session.json.damaged). A session without LOGMETA (created by an older agentlog) gets one
+/// from its sound session.json; when both are lost the log is still recovered and the command
+/// says how to write session.json by hand.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
