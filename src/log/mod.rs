@@ -86,6 +86,7 @@ pub(crate) use readahead::vouched;
 pub use reader::{Iter, LogReader, Record};
 pub(crate) use recovery::refuse_corruption;
 pub use recovery::{Damage, DamageClass};
+pub(crate) use salvage::take_pending;
 pub use salvage::{SalvageSource, SalvagedRecords};
 pub use verify::{verify, IndexCheck, SegmentCheck, VerifyReport};
 pub use writer::Log;

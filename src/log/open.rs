@@ -234,7 +234,7 @@ fn rebuild_damaged_cold(dir: &Path, options: &Options, report: &mut RecoveryRepo
 }
 
 /// Writes `bytes` to a new file at `path` (mode 0600), synced.
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
@@ -296,20 +296,21 @@ fn repair(
             let damaged = dir.join(DAMAGED_DIR);
             create_dir(&damaged)?;
             let stamp = crate::util::now_ms();
-            if damaged_in_plans && d.class == DamageClass::Corruption {
+            // Where every file goes, decided first: the list of what the session layer must
+            // search is written (synced) before anything moves, so that a crash between the cut
+            // and the writing of the events after the damage leaves it to the next open.
+            let copy_from = (damaged_in_plans && d.class == DamageClass::Corruption)
+                .then(|| d.corruption.path.clone());
+            if let Some(from) = &copy_from {
                 let name = format!(
                     "{}.{stamp}",
-                    d.corruption
-                        .path
-                        .file_name()
+                    from.file_name()
                         .and_then(|n| n.to_str())
                         .unwrap_or("segment")
                 );
-                let copy = damaged.join(name);
-                std::fs::copy(&d.corruption.path, &copy)
-                    .map_err(|e| Error::io("keep a copy of", &d.corruption.path, e))?;
-                cut.kept_copies.push(copy);
+                cut.kept_copies.push(damaged.join(name));
             }
+            let mut moves = Vec::new();
             for base in to_move {
                 for name in [
                     format::segment_file_name(base),
@@ -320,13 +321,20 @@ fn repair(
                         continue;
                     }
                     let to = damaged.join(format!("{name}.{stamp}"));
-                    std::fs::rename(&from, &to)
-                        .map_err(|e| Error::io("move damaged file", &from, e))?;
                     if name.ends_with(".seg") {
-                        cut.dropped_segments.push(from);
-                        cut.moved_to.push(to);
+                        cut.dropped_segments.push(from.clone());
+                        cut.moved_to.push(to.clone());
                     }
+                    moves.push((from, to));
                 }
+            }
+            super::salvage::write_pending(&damaged, stamp, &cut.salvage_sources())?;
+            if let (Some(from), Some(copy)) = (&copy_from, cut.kept_copies.first()) {
+                std::fs::copy(from, copy).map_err(|e| Error::io("keep a copy of", from, e))?;
+            }
+            for (from, to) in moves {
+                std::fs::rename(&from, &to)
+                    .map_err(|e| Error::io("move damaged file", &from, e))?;
             }
         }
         report.cut = Some(cut);

@@ -71,6 +71,124 @@ impl Cut {
     }
 }
 
+/// The name a pending-salvage list starts with, in `damaged/`: `PENDING-SALVAGE.<stamp>`.
+const PENDING_PREFIX: &str = "PENDING-SALVAGE.";
+/// The first line of a pending-salvage list.
+const PENDING_MAGIC: &str = "agentlog pending salvage 1";
+
+/// Writes (synced, by rename) the list of `sources` a cut is about to leave in `damaged/`,
+/// before any file moves. The list stays until the events after the damage are written out
+/// ([`take_pending`] and [`PendingSalvage::done`]): a crash in between leaves the work to the
+/// next open.
+///
+/// The file is text: the line `agentlog pending salvage 1`, then one line per source:
+/// `<from_offset> <min_seq> <segment file name> <file name in damaged/>`.
+pub(super) fn write_pending(damaged: &Path, stamp: i64, sources: &[SalvageSource]) -> Result<()> {
+    if sources.is_empty() {
+        return Ok(());
+    }
+    let mut text = format!("{PENDING_MAGIC}\n");
+    for s in sources {
+        let file = s
+            .file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "{} {} {} {file}\n",
+            s.from_offset, s.min_seq, s.segment
+        ));
+    }
+    let path = damaged.join(format!("{PENDING_PREFIX}{stamp}"));
+    let tmp = damaged.join(format!("{PENDING_PREFIX}{stamp}.tmp"));
+    super::open::write_synced(&tmp, text.as_bytes())?;
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io("rename", &tmp, e))?;
+    std::fs::File::open(damaged)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("sync directory", damaged, e))
+}
+
+/// A cut whose events after the damage are still to be written: the sources its list names that
+/// are still in `damaged/`.
+#[derive(Debug)]
+pub(crate) struct PendingSalvage {
+    list: PathBuf,
+    /// The files to search, as the cut left them.
+    pub sources: Vec<SalvageSource>,
+}
+
+impl PendingSalvage {
+    /// Removes the list: its events are written.
+    pub fn done(self) -> Result<()> {
+        std::fs::remove_file(&self.list).map_err(|e| Error::io("remove", &self.list, e))?;
+        if let Some(dir) = self.list.parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io("sync directory", dir, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The cuts of the log in `dir` whose events after the damage are not written yet, oldest
+/// first: the one the open just made, and any whose writing a crash stopped. Lines that do
+/// not parse, and files no longer there, are passed over.
+pub(crate) fn take_pending(dir: &Path) -> Result<Vec<PendingSalvage>> {
+    let damaged = dir.join(super::DAMAGED_DIR);
+    let entries = match std::fs::read_dir(&damaged) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list", &damaged, e)),
+    };
+    let mut lists = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("list", &damaged, e))?;
+        let name = entry.file_name();
+        let Some(stamp) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PENDING_PREFIX))
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        lists.push((stamp, entry.path()));
+    }
+    lists.sort();
+    let mut out = Vec::with_capacity(lists.len());
+    for (_, list) in lists {
+        let text = std::fs::read_to_string(&list).map_err(|e| Error::io("read", &list, e))?;
+        let mut lines = text.lines();
+        let sources = if lines.next() == Some(PENDING_MAGIC) {
+            lines
+                .filter_map(|line| parse_pending_line(&damaged, line))
+                .filter(|s| s.file.is_file())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(PendingSalvage { list, sources });
+    }
+    Ok(out)
+}
+
+fn parse_pending_line(damaged: &Path, line: &str) -> Option<SalvageSource> {
+    let mut parts = line.splitn(4, ' ');
+    let from_offset = parts.next()?.parse().ok()?;
+    let min_seq = parts.next()?.parse().ok()?;
+    let segment = parts.next()?.to_string();
+    let file = parts.next()?;
+    // A name in `damaged/`, never a path that leads out of it.
+    if file.is_empty() || file.contains('/') || file == ".." {
+        return None;
+    }
+    Some(SalvageSource {
+        file: damaged.join(file),
+        segment,
+        from_offset,
+        min_seq,
+    })
+}
+
 /// The bytes a salvage search reads: the file, mapped, or the plain segment a compressed one
 /// holds, rebuilt.
 #[derive(Debug)]

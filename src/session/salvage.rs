@@ -12,7 +12,7 @@ use rkyv::util::AlignedVec;
 
 use crate::error::{Error, Result};
 use crate::event::{access_event, JsonlWriter};
-use crate::log::{Cut, LogId, SalvagedRecords};
+use crate::log::{LogId, SalvagedRecords};
 
 /// The valid events found in one file of `damaged/` after the damage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +32,17 @@ pub struct SalvagedEvents {
     pub undecodable: Vec<u64>,
 }
 
-/// Finds the valid records of every file `cut` left in `damaged/` and writes their events.
-pub(crate) fn write_after_cut(cut: &Cut, log_id: LogId) -> Result<Vec<SalvagedEvents>> {
+/// Finds the valid records of every file a cut left in `damaged/` of the log in `dir` and writes
+/// their events: the cut this open made, and any whose writing a crash stopped (the log layer
+/// lists a cut's files before it moves them, and the list goes once their events are written).
+pub(crate) fn write_after_cuts(dir: &Path, log_id: LogId) -> Result<Vec<SalvagedEvents>> {
     let mut out = Vec::new();
-    for source in cut.salvage_sources() {
-        let records = SalvagedRecords::find(&source, log_id)?;
-        out.push(write_records(&source.file, &records)?);
+    for pending in crate::log::take_pending(dir)? {
+        for source in &pending.sources {
+            let records = SalvagedRecords::find(source, log_id)?;
+            out.push(write_records(&source.file, &records)?);
+        }
+        pending.done()?;
     }
     Ok(out)
 }

@@ -203,10 +203,7 @@ impl Session {
         // Under the writer's lock no metadata write is under way: a temporary file is what a
         // failed or killed one left (best effort: it holds nothing the session needs).
         let _ = super::remove_stale_tmp(&dir);
-        let salvaged = match &log_report.cut {
-            Some(cut) => super::salvage::write_after_cut(cut, log.log_id())?,
-            None => Vec::new(),
-        };
+        let salvaged = super::salvage::write_after_cuts(&dir, log.log_id())?;
         super::checkpoint::remove_stale_tmp(&dir);
         // From the newest valid checkpoint (a missing, stale or damaged one is ignored), then
         // only the events after it.

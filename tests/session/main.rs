@@ -10,3 +10,4 @@ mod open_report;
 mod project_error;
 mod regressions;
 mod replay;
+mod salvage_interrupted;
