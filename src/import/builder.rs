@@ -344,6 +344,9 @@ impl<'s> Builder<'s> {
         // The first event after the one being looked at that keeps a line: the events between
         // are built from that one's lines (a response's calls after its message).
         let mut next_with_lines = *len;
+        // The events passed (after the one being looked at) that keep lines: (the first
+        // event after them that keeps lines, their lowest line number), newest first.
+        let mut passed: Vec<(u64, u64)> = Vec::new();
         for seq in (0..*len).rev() {
             // An unreadable event is one this search cannot use (the export reports it).
             let Ok(ev) = reader.get(seq) else {
@@ -352,7 +355,10 @@ impl<'s> Builder<'s> {
             let Some(entries) = ev.extra.get(SOURCE_MEMBER).and_then(|v| v.as_array()) else {
                 continue;
             };
-            let found = entries.iter().any(|entry| {
+            let line_of = |entry: &crate::event::archived::ArchivedValue| {
+                entry.get("line").and_then(|v| v.as_u64())
+            };
+            let found = entries.iter().find(|entry| {
                 entry
                     .get("raw")
                     .and_then(|v| v.as_str())
@@ -363,9 +369,18 @@ impl<'s> Builder<'s> {
                             && line.get("isSidechain").and_then(Value::as_bool) != Some(true)
                     })
             });
-            if found {
-                let before = next_with_lines;
+            if let Some(entry) = found {
+                // A line met while a response was being assembled is kept (as its own event)
+                // before that response's events, which were written when the response ended:
+                // its mark is after them, as within a run (the latest event built from an
+                // earlier line).
+                let before = line_of(entry)
+                    .and_then(|at| passed.iter().find(|&&(_, first)| first < at))
+                    .map_or(next_with_lines, |&(after, _)| after);
                 return Some(self.nodes.iter().rev().copied().find(|&n| n < before));
+            }
+            if let Some(first) = entries.iter().filter_map(line_of).min() {
+                passed.push((next_with_lines, first));
             }
             next_with_lines = seq;
         }

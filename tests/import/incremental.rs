@@ -15,8 +15,15 @@ use crate::import_formats::{
 
 /// What a comparison of two imports of one file looks at: the derived history, and the
 /// statistics a user reads (events by type, turns, steps, tokens, end reasons, open calls).
-fn fingerprint(r: &SessionReader) -> (String, String) {
-    let messages = r.messages().unwrap().to_vec();
+/// The messages' seqs are left out when `seqs` is false (a run that does not keep the turn open
+/// writes a response when it ends, before lines of it a later run reads).
+fn fingerprint(r: &SessionReader, seqs: bool) -> (String, String) {
+    let mut messages = r.messages().unwrap().to_vec();
+    if !seqs {
+        for m in &mut messages {
+            m.source_seq = 0;
+        }
+    }
     let s = r.stats().unwrap();
     let stats = format!(
         "{:?} turns {} steps {} {:?} {:?} unanswered {}",
@@ -40,8 +47,14 @@ fn make_quiet(file: &Path) {
 /// file without: the sessions (every one the file makes, its `-sidechains` one too) against a
 /// one-shot import of the whole file.
 fn assert_split_equals_one_shot(dir: &Path, name: &str, full: &[u8], k: usize) {
-    let one = dir.join(format!("one-{k}"));
-    let split = dir.join(format!("split-{k}"));
+    assert_runs_equal_one_shot(dir, name, full, k, true);
+}
+
+/// [`assert_split_equals_one_shot`], the first run keeping the turn open or not (a run that does
+/// not is compared only where it ends between turns: within one it writes what it has).
+fn assert_runs_equal_one_shot(dir: &Path, name: &str, full: &[u8], k: usize, keep_open: bool) {
+    let one = dir.join(format!("one-{k}-{keep_open}"));
+    let split = dir.join(format!("split-{k}-{keep_open}"));
     std::fs::create_dir_all(&one).unwrap();
     std::fs::create_dir_all(&split).unwrap();
     let whole = one.join(name);
@@ -51,7 +64,7 @@ fn assert_split_equals_one_shot(dir: &Path, name: &str, full: &[u8], k: usize) {
     let file = split.join(name);
     std::fs::write(&file, &full[..prefix_lines(full, k)]).unwrap();
     let store = Store::open(split.join("store")).unwrap();
-    import_keep_open(&store, &file, true);
+    import_keep_open(&store, &file, keep_open);
     std::fs::write(&file, full).unwrap();
     let last = import_keep_open(&store, &file, false);
     // The same warnings as the one-shot import (a sample that ends inside a turn has some).
@@ -67,8 +80,8 @@ fn assert_split_equals_one_shot(dir: &Path, name: &str, full: &[u8], k: usize) {
     );
     for id in &once.created {
         assert_eq!(
-            fingerprint(&reader(&store, id)),
-            fingerprint(&reader(&one_store, id)),
+            fingerprint(&reader(&store, id), keep_open),
+            fingerprint(&reader(&one_store, id), keep_open),
             "{name} cut after {k} lines: session {id} differs from a one-shot import"
         );
     }
@@ -136,7 +149,7 @@ fn a_response_cut_by_a_run_is_one_message_with_its_whole_usage() {
         }
     }
     // And the one-shot import itself: one message for m1, with its last line's usage.
-    let store = Store::open(dir.path().join("one-1/store")).unwrap();
+    let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
     let r = reader(&store, "claude-c1");
     let usage: Vec<(u64, u64)> = message_usages(&events(&r))
         .iter()
@@ -351,7 +364,7 @@ fn a_compaction_in_a_later_run_replaces_the_earlier_runs_history() {
     for k in 1..lines.len() {
         assert_split_equals_one_shot(dir.path(), "k1.jsonl", full.as_bytes(), k);
     }
-    let store = Store::open(dir.path().join("one-1/store")).unwrap();
+    let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
     let history = format!(
         "{:?}",
         reader(&store, "claude-k1").messages().unwrap().to_vec()
@@ -402,7 +415,7 @@ fn a_rewind_to_a_line_of_an_earlier_run_leaves_the_branch_out() {
         assert_split_equals_one_shot(dir.path(), "rw2.jsonl", full.as_bytes(), k);
     }
     for k in [1, 4, 8] {
-        let store = Store::open(dir.path().join(format!("split-{k}/store"))).unwrap();
+        let store = Store::open(dir.path().join(format!("split-{k}-true/store"))).unwrap();
         let history = format!(
             "{:?}",
             reader(&store, "claude-rw2").messages().unwrap().to_vec()
@@ -499,4 +512,77 @@ fn a_new_session_does_not_start_at_time_zero() {
         !times.is_empty() && times.iter().all(|&t| t == ms),
         "{times:?} {ms}"
     );
+}
+
+/// Claude Code with Stop hooks writes a `stop_hook_summary` line after each response, while the
+/// importer still assembles that response, and the next prompt continues from that line. A run
+/// that ended there (without `keep_open`) kept the line before the response's message; the
+/// next run took the prompt for a rewind to before the response, and the first answer was gone
+/// from the history. Seen on a real Claude Code 2.1.7 file imported before and after its second
+/// prompt.
+#[test]
+fn a_prompt_after_a_stop_hook_line_of_an_earlier_run_is_no_rewind() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |uuid: &str, parent: &str, ty: &str, second: u32, rest: &str| {
+        format!(
+            r#"{{"parentUuid":"{parent}","isSidechain":false,"type":"{ty}",{rest},"uuid":"{uuid}","timestamp":"2026-01-10T12:00:{second:02}.000Z","sessionId":"sh1"}}"#
+        )
+    };
+    let said = |id: &str, block: &str| {
+        format!(
+            r#""message":{{"id":"{id}","type":"message","role":"assistant","model":"c","content":[{block}],"usage":{{"input_tokens":3,"output_tokens":2}}}}"#
+        )
+    };
+    let hook = r#""subtype":"stop_hook_summary","hookCount":1,"hookInfos":[{"command":"true"}],"hookErrors":[],"preventedContinuation":false,"stopReason":"","hasOutput":false,"level":"suggestion""#;
+    let first = r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"show tools"},"uuid":"u1","timestamp":"2026-01-10T12:00:00.000Z","sessionId":"sh1"}"#;
+    let lines = [
+        first.to_owned(),
+        line(
+            "a1",
+            "u1",
+            "assistant",
+            1,
+            &said(
+                "m1",
+                r#"{"type":"thinking","thinking":"hm","signature":"s"}"#,
+            ),
+        ),
+        line(
+            "a2",
+            "a1",
+            "assistant",
+            2,
+            &said("m1", r#"{"type":"text","text":"the tools are"}"#),
+        ),
+        line("h1", "a2", "system", 3, hook),
+        line(
+            "u2",
+            "h1",
+            "user",
+            4,
+            r#""message":{"role":"user","content":"hi"}"#,
+        ),
+        line(
+            "a3",
+            "u2",
+            "assistant",
+            5,
+            &said("m2", r#"{"type":"text","text":"hello"}"#),
+        ),
+        line("h2", "a3", "system", 6, hook),
+    ];
+    let full = format!("{}\n", lines.join("\n"));
+    // Cut after the first turn's hook line, and after its answer (before the hook line).
+    for k in [3, 4] {
+        assert_runs_equal_one_shot(dir.path(), "sh1.jsonl", full.as_bytes(), k, false);
+        assert_runs_equal_one_shot(dir.path(), "sh1.jsonl", full.as_bytes(), k, true);
+    }
+    let store = Store::open(dir.path().join("split-4-false/store")).unwrap();
+    let history = format!(
+        "{:?}",
+        reader(&store, "claude-sh1").messages().unwrap().to_vec()
+    );
+    for kept in ["show tools", "the tools are", "hi", "hello"] {
+        assert!(history.contains(kept), "{kept} missing: {history}");
+    }
 }
