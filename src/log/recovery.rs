@@ -184,11 +184,11 @@ pub(crate) fn list(dir: &Path) -> Result<Listing> {
 
 /// Refuses to go on with a log whose segments are damaged where a crash cannot explain it (a
 /// missing or foreign segment, records a clean close or a seal vouches for that are gone, a
-/// damaged header): what archiving checks before it compresses. Reads what a writer's open
-/// reads (headers, index tails); a torn tail is not refused (a killed writer's last segment
-/// stays plain until a writer opens the log).
+/// damaged header, a record that fails its checksum): what archiving checks before it
+/// compresses. Reads every record (archiving reads them all anyway); a torn tail is not refused
+/// (a killed writer's last segment stays plain until a writer opens the log).
 pub(crate) fn refuse_corruption(dir: &Path) -> Result<()> {
-    match inspect(dir, None, false)?.damage {
+    match inspect(dir, None, true)?.damage {
         Some(d) if d.class == DamageClass::Corruption => {
             Err(Error::Corrupt(Box::new(d.corruption)))
         }

@@ -741,3 +741,61 @@ fn archive_refuses_a_session_with_a_missing_segment() {
     verify.fails(1);
     assert!(verify.stdout.contains(&missing), "{}", verify.stdout);
 }
+
+/// Flips one bit in the payload of the second record of `seg` (its records are `size`-byte
+/// events: the byte 200 is inside the second one's text for the sizes used here).
+fn flip_in_second_record(seg: &Path) {
+    let mut bytes = std::fs::read(seg).unwrap();
+    bytes[200] ^= 0x40;
+    std::fs::write(seg, bytes).unwrap();
+}
+
+/// A bit flipped inside a record of a sealed segment of a cleanly closed session: `recover`
+/// (without `--salvage`) said "nothing was cut" and exited 0, because a writer's open after a
+/// clean close reads only headers and index tails; every full read kept failing. It now checks
+/// every record first and refuses, naming the damage and `--salvage`, changing nothing.
+#[test]
+fn recover_refuses_damage_inside_a_sealed_segment() {
+    let cli = cli_with_segments("4KiB");
+    let dir = session(&cli, 60, 160);
+    let segs = segments(&dir);
+    assert!(segs.len() >= 3, "{segs:?}");
+    flip_in_second_record(&segs[1]);
+    let before: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    let seg_name = segs[1].file_name().unwrap().to_str().unwrap();
+    let run = cli.run(&["recover", "s"]);
+    fails_naming(&run, &[seg_name, "offset", "--salvage"]);
+    let after: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    assert!(before == after, "recover changed a segment");
+    assert!(!dir.join("damaged").exists());
+    // The salvage it names keeps the events before the damage, and the session is sound.
+    cli.run(&["recover", "s", "--salvage"]).ok();
+    cli.run(&["verify", "s"]).ok();
+}
+
+/// The same damage, then `archive`: it exited 1 but had already marked the session archived
+/// (appends refused) and compressed the segments before the damage, dropping their indexes.
+/// It now refuses before changing anything.
+#[test]
+fn archive_refuses_damage_inside_a_sealed_segment_and_changes_nothing() {
+    let cli = cli_with_segments("4KiB");
+    let dir = session(&cli, 60, 160);
+    let segs = segments(&dir);
+    assert!(segs.len() >= 3, "{segs:?}");
+    flip_in_second_record(&segs[1]);
+    let seg_name = segs[1].file_name().unwrap().to_str().unwrap();
+    let meta = std::fs::read(dir.join("session.json")).unwrap();
+    let before: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    fails_naming(&cli.run(&["archive", "s"]), &[seg_name, "offset"]);
+    assert_eq!(std::fs::read(dir.join("session.json")).unwrap(), meta);
+    let after: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    assert!(before == after, "archive changed a segment");
+    for s in &segs {
+        assert!(
+            s.with_extension("idx").exists(),
+            "{} lost its index",
+            s.display()
+        );
+    }
+    cli.run_with(&["append", "s"], &lines(60, 1, 160)).ok();
+}

@@ -56,6 +56,25 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     } else {
         RecoveryMode::TolerateTornTail
     };
+    let refused = |c: &dyn std::fmt::Display| {
+        anyhow!(
+            "session {} is damaged where a crash cannot explain it: {c}; nothing was changed. \
+             `agentlog recover --salvage {}` keeps every valid event before the damage and \
+             moves the rest to its damaged/ folder",
+            target.label,
+            target.label
+        )
+    };
+    if !args.salvage {
+        // Every record first, read-only: a writer's open after a clean close reads only the
+        // headers and index tails, so damage inside a sealed segment would pass it, and the
+        // session would be called recovered while every full read fails.
+        if let Ok(check) = log::verify(&target.dir) {
+            if let Some(d) = check.corruption() {
+                return Err(refused(&d.corruption));
+            }
+        }
+    }
     // session.json first: the session cannot be opened without it.
     let repair = match SessionMeta::repair(&target.dir) {
         Ok(r) => r,
@@ -108,13 +127,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         }
     }
     let session = Session::open(&target.dir, options).map_err(|e| match e {
-        agentlog::Error::Log(log::Error::Corrupt(c)) if !args.salvage => anyhow!(
-            "session {} is damaged where a crash cannot explain it: {c}; nothing was changed. \
-             `agentlog recover --salvage {}` keeps every valid event before the damage and \
-             moves the rest to its damaged/ folder",
-            target.label,
-            target.label
-        ),
+        agentlog::Error::Log(log::Error::Corrupt(c)) if !args.salvage => refused(&c),
         other => target.error(other),
     })?;
     let report = session.open_report();

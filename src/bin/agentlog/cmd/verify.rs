@@ -182,7 +182,7 @@ fn check(target: &Target) -> Result<Checked> {
     if let Some(d) = &report.damage {
         match d.class {
             DamageClass::Corruption => problems.push(format!(
-                "damaged record: {} (an open refuses it; `agentlog recover --salvage {label}` \
+                "damaged record: {} (`agentlog recover {label}` refuses it; `agentlog recover --salvage {label}` \
                  keeps the {} event(s) before it and writes the valid ones after it to \
                  damaged/*.after.jsonl)",
                 d.corruption, report.events
