@@ -332,10 +332,25 @@ fn read_record(
     if want < RECORD_HEADER_SIZE || want as u64 > header.capacity {
         return None;
     }
-    let mut bytes = AlignedVec::<16>::with_capacity(want);
-    bytes.resize(want, 0);
+    // A closed index is believed only when nothing starts where it says the records end (an
+    // index older than its segment, restored from a backup, ends early): the 16 bytes after
+    // the record are read too, and must be zero or past the end of the file.
+    let read = if closed {
+        want + RECORD_HEADER_SIZE
+    } else {
+        want
+    };
+    let mut bytes = AlignedVec::<16>::with_capacity(read);
+    bytes.resize(read, 0);
     let got = pread(seg, &mut bytes, offset)?;
-    bytes.resize(got, 0);
+    if closed {
+        if got < want || bytes[want..got].iter().any(|&b| b != 0) {
+            return None;
+        }
+        bytes.resize(want, 0);
+    } else {
+        bytes.resize(got, 0);
+    }
     if !closed && got >= RECORD_HEADER_SIZE {
         let h = format::RecordHeader::read(&bytes[..RECORD_HEADER_SIZE]);
         let size = format::record_size(u64::from(h.len));
