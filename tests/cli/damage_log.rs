@@ -799,3 +799,33 @@ fn archive_refuses_damage_inside_a_sealed_segment_and_changes_nothing() {
     }
     cli.run_with(&["append", "s"], &lines(60, 1, 160)).ok();
 }
+
+/// One byte of a user's message damaged in a session whose checkpoint covers it: `derive`
+/// printed a made-up system message in its place ("agentlog: the message of the event at seq 1
+/// cannot be read: …") and exited 0; with `--format anthropic` the user's message became the
+/// system prompt. It now fails naming the damage, as `export` and `derive --at` do.
+#[test]
+fn derive_names_a_damaged_message_instead_of_standing_in_for_it() {
+    let cli = Cli::new();
+    cli.run_with(
+        &["append", "--create", "s"],
+        br#"{"type":"turn/start","data":{"turn":1}}
+{"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"please delete nothing"}]}}
+{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}
+"#,
+    )
+    .ok();
+    let dir = cli.session_dir("s");
+    assert!(dir.join("CHECKPOINT").exists());
+    let seg = &segments(&dir)[0];
+    let mut bytes = std::fs::read(seg).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"please").unwrap();
+    bytes[at] = b'P';
+    std::fs::write(seg, bytes).unwrap();
+    let name = seg.file_name().unwrap().to_str().unwrap();
+    for format in ["neutral", "openai", "anthropic"] {
+        let run = cli.run(&["derive", "s", "--format", format]);
+        fails_naming(&run, &[name, "offset", "seq 1"]);
+        assert!(run.stdout.is_empty(), "{format}: {}", run.stdout);
+    }
+}

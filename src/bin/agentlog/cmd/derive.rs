@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 
-use agentlog::projection::{render, Format};
+use agentlog::event::Block;
+use agentlog::projection::{render, Format, Role};
 
 use crate::cmd::print_json;
 use crate::target::Ctx;
@@ -33,6 +34,10 @@ enum FormatArg {
     Anthropic,
 }
 
+/// How the library's stand-in for a message whose event cannot be read starts
+/// (docs/design.md, "Checkpoints").
+const STAND_IN: &str = "agentlog: the message of the event at seq ";
+
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
@@ -48,6 +53,18 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         None => reader.len(),
     };
     let messages = reader.messages_at(n).map_err(|e| target.error(e))?;
+    // A message whose event can no longer be read (the log was damaged after the checkpoint
+    // was written) is a stand-in in the library, which cannot fail the read; here it is the
+    // damage, named, and no history is printed.
+    for m in messages.iter() {
+        let stand_in = m.role == Role::System
+            && matches!(m.content.first(), Some(Block::Text { text, .. }) if text.starts_with(STAND_IN));
+        if stand_in {
+            if let Err(e) = reader.get(m.source_seq) {
+                return Err(target.error(e));
+            }
+        }
+    }
     let format = match args.format {
         FormatArg::Neutral => Format::Neutral,
         FormatArg::Openai => Format::OpenAi,
