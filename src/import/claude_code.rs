@@ -583,20 +583,24 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     let current = b.take_carry();
     let now = b.time;
     b.time = p.time.min(now);
-    let continued = st.last_id.as_deref() == Some(p.id.as_str()) && b.step_is_open();
+    // The same response as the last one written: a later part of it (split by other lines,
+    // or by a run that ended inside it, whose step is closed then).
+    let same = st.last_id.as_deref() == Some(p.id.as_str());
+    let continued = same && b.step_is_open();
     if !continued {
         let request = p.model.as_ref().map(|m| format!("{{\"model\":{}}}", js(m)));
         b.start_step(request.as_deref());
     }
     b.give_carry(p.held);
-    // A response split by other lines: its later part has the usage its lines add.
-    let usage = match (continued, p.usage) {
+    // A later part of a response has the usage its lines add (each line carries the
+    // response's usage so far).
+    let usage = match (same, p.usage) {
         (true, Some(u)) => u.since(st.counted.unwrap_or_default()),
         (_, u) => u,
     };
     if p.usage.is_some() {
         st.counted = p.usage;
-    } else if !continued {
+    } else if !same {
         st.counted = None;
     }
     let usage = usage.map(Usage::to_json);

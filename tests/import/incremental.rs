@@ -586,3 +586,39 @@ fn a_prompt_after_a_stop_hook_line_of_an_earlier_run_is_no_rewind() {
         assert!(history.contains(kept), "{kept} missing: {history}");
     }
 }
+
+/// A Claude Code response cut by a run that did not keep the turn open: the next run writes
+/// its later lines as a step of their own, and gave them the response's whole usage again, so
+/// `stats` counted the first part twice (cacheWrite 174,623 instead of 147,267 on a real
+/// Claude Code 2.1.4 file). The later part now has the usage its lines add, as within a run.
+#[test]
+fn a_response_cut_by_a_closing_run_counts_its_usage_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"write a file"},"uuid":"u1","timestamp":"2025-06-10T12:00:00.000Z","sessionId":"c2"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"I'll create it."}],"usage":{"input_tokens":3,"output_tokens":4,"cache_creation_input_tokens":1000}},"uuid":"a1","timestamp":"2025-06-10T12:00:01.000Z","sessionId":"c2"}"#,
+        r#"{"parentUuid":"a1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/a"}}],"usage":{"input_tokens":3,"output_tokens":395,"cache_creation_input_tokens":1000}},"uuid":"a2","timestamp":"2025-06-10T12:00:02.000Z","sessionId":"c2"}"#,
+        r#"{"parentUuid":"a2","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"uuid":"r1","timestamp":"2025-06-10T12:00:03.000Z","sessionId":"c2"}"#,
+        r#"{"parentUuid":"r1","type":"assistant","message":{"id":"m2","role":"assistant","model":"c","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":9,"output_tokens":2}},"uuid":"a3","timestamp":"2025-06-10T12:00:04.000Z","sessionId":"c2"}"#,
+    ];
+    let full = format!("{}\n", lines.join("\n"));
+    let tokens = |store: &Store| {
+        let t = reader(store, "claude-c2").stats().unwrap().tokens;
+        (t.input, t.output, t.cache_write)
+    };
+    let one = dir.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::write(one.join("c2.jsonl"), &full).unwrap();
+    let one_store = Store::open(one.join("store")).unwrap();
+    import_keep_open(&one_store, &one.join("c2.jsonl"), false);
+    assert_eq!(tokens(&one_store), (12, 397, 1000));
+    let split = dir.path().join("split");
+    std::fs::create_dir_all(&split).unwrap();
+    let file = split.join("c2.jsonl");
+    std::fs::write(&file, &full.as_bytes()[..prefix_lines(full.as_bytes(), 2)]).unwrap();
+    let store = Store::open(split.join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    std::fs::write(&file, &full).unwrap();
+    import_keep_open(&store, &file, false);
+    assert_eq!(tokens(&store), (12, 397, 1000));
+}
