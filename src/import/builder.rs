@@ -396,6 +396,54 @@ impl<'s> Builder<'s> {
             .is_some_and(|&last| mark.is_none_or(|m| last > m))
     }
 
+    /// Where a rollback of the last `n` user turns goes back to: the surface node before the
+    /// earliest of the last `n` current nodes that are user messages `is_turn` accepts (each
+    /// starts a user turn), as a [`Builder::surface_mark`]; only nodes up to `within` are looked
+    /// at (`Some(None)`: none; `None`: all). `None` when no such message is found (or `n` is 0).
+    /// Fewer than `n`: back to before the first one.
+    pub fn mark_before_last_turns(
+        &self,
+        n: u64,
+        within: Option<Option<u64>>,
+        is_turn: impl Fn(&UserMessage) -> bool,
+    ) -> Option<Option<u64>> {
+        let first_out = self.out.first().and_then(|d| d.seq);
+        let is_prompt = |seq: u64| -> bool {
+            let owned;
+            let event = match first_out.filter(|&f| seq >= f) {
+                Some(f) => match usize::try_from(seq - f).ok().and_then(|i| self.out.get(i)) {
+                    Some(d) => &d.event,
+                    None => return false,
+                },
+                None => match self.earlier.as_ref().map(|(r, _)| r.get_owned(seq)) {
+                    Some(Ok(e)) => {
+                        owned = e;
+                        &owned
+                    }
+                    _ => return false,
+                },
+            };
+            matches!(&event.data, EventData::UserMessage(m) if is_turn(m))
+        };
+        let upto = match within {
+            None => self.nodes.len(),
+            Some(None) => 0,
+            Some(Some(m)) => self.nodes.iter().take_while(|&&x| x <= m).count(),
+        };
+        let mut found = None;
+        let mut left = n;
+        for i in (0..upto).rev() {
+            if left == 0 {
+                break;
+            }
+            if is_prompt(self.nodes[i]) {
+                found = Some(i);
+                left -= 1;
+            }
+        }
+        found.map(|i| i.checked_sub(1).map(|j| self.nodes[j]))
+    }
+
     /// A user message that continues the thread from `mark` (a rewind: the source went back to
     /// an earlier message): the surface nodes after `mark` (the abandoned branch) are replaced
     /// by this message, so they leave the model-visible history while their events (and source

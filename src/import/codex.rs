@@ -129,6 +129,9 @@ struct State {
     prompts: std::collections::HashSet<String>,
     /// The index of the line being built.
     line: usize,
+    /// A `thread_rolled_back` not yet applied: the next typed prompt continues from this
+    /// surface mark ([`Builder::mark_before_last_turns`]), replacing the turns rolled back.
+    rollback: Option<Option<u64>>,
 }
 
 /// Builds the events of a rollout's lines.
@@ -150,6 +153,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         uncounted: Totals::from_saved(r("uncounted")),
         prompts: std::collections::HashSet::new(),
         line: 0,
+        rollback: r("rollbackTo").map(Value::as_u64),
     };
     for line in lines {
         let Some(v) = &line.value else { continue };
@@ -241,6 +245,23 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                             st.latest = t;
                         }
                     }
+                    // The user rolled the thread back (edited an earlier prompt): Codex
+                    // drops the last `num_turns` user turns from the history it sends. The
+                    // next typed prompt replaces them (they stay in the log).
+                    "thread_rolled_back" => {
+                        flush(b, &mut st);
+                        let n = get(payload, "num_turns")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0);
+                        // A user turn starts at a user message that is not injected context
+                        // (Codex's own rule), whatever this importer took it for.
+                        let is_turn = |m: &crate::event::UserMessage| {
+                            !m.content.iter().find_map(text_of).is_some_and(injected)
+                        };
+                        if let Some(mark) = b.mark_before_last_turns(n, st.rollback, is_turn) {
+                            st.rollback = Some(mark);
+                        }
+                    }
                     "error" | "stream_error" => {
                         flush(b, &mut st);
                         b.error(get_str(payload, "message").unwrap_or("error"));
@@ -284,6 +305,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     let _ = m.push("sawTaskEvents", st.saw_task_events.into());
     let _ = m.push("turnHasPrompt", st.turn_has_prompt.into());
     let _ = m.push("afterOutput", st.after_output.into());
+    if let Some(mark) = st.rollback {
+        let _ = m.push("rollbackTo", mark.map_or(Value::Null, Value::from));
+    }
     b.resume_out = Some(Value::Object(m));
     Ok(())
 }
@@ -322,10 +346,21 @@ fn is_injected(content: Option<&Value>) -> bool {
         Some(Value::String(s)) => Some(s.as_str()),
         _ => None,
     };
-    first_text.is_some_and(|t| {
-        let t = t.trim_start();
-        INJECTED.iter().any(|m| t.starts_with(m))
-    })
+    first_text.is_some_and(injected)
+}
+
+/// Whether a user message's first text is context Codex injects (not typed by the user).
+fn injected(text: &str) -> bool {
+    let t = text.trim_start();
+    INJECTED.iter().any(|m| t.starts_with(m))
+}
+
+/// The text of a text block.
+fn text_of(block: &crate::event::Block) -> Option<&str> {
+    match block {
+        crate::event::Block::Text { text, .. } => Some(text),
+        _ => None,
+    }
 }
 
 fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
@@ -349,16 +384,26 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                     } else {
                         texts_of(content).any(|t| st.prompts.contains(t.trim()))
                     };
-                    if !typed {
-                        b.user(&blocks, "{\"source\":\"codex\",\"kind\":\"context\"}");
-                    } else {
+                    let envelope = if typed {
                         if b.turn().is_some() && st.turn_has_prompt {
                             b.end_turn(b.next_prompt_ends_as(), None);
                         }
                         b.ensure_turn();
                         st.turn_has_prompt = true;
                         st.after_output = false;
-                        b.user(&blocks, "{\"source\":\"codex\",\"kind\":\"prompt\"}");
+                        "{\"source\":\"codex\",\"kind\":\"prompt\"}"
+                    } else {
+                        "{\"source\":\"codex\",\"kind\":\"context\"}"
+                    };
+                    // A rollback is applied by the next message that starts a user turn by
+                    // Codex's rule (not injected context), typed or not as this run can tell
+                    // (its mirror may come in the next run).
+                    match st.rollback.filter(|_| !is_injected(content)) {
+                        Some(mark) => {
+                            st.rollback = None;
+                            b.user_after(&blocks, envelope, mark);
+                        }
+                        None => b.user(&blocks, envelope),
                     }
                 }
                 _ => {

@@ -622,3 +622,81 @@ fn a_response_cut_by_a_closing_run_counts_its_usage_once() {
     import_keep_open(&store, &file, false);
     assert_eq!(tokens(&store), (12, 397, 1000));
 }
+
+/// Codex's `thread_rolled_back` (the user went back and edited an earlier prompt) drops the
+/// last `num_turns` user turns from the history Codex sends. It was an `import/line`, and the
+/// turns rolled back stayed in `derive`. The next typed prompt now replaces them (their events
+/// and lines stay in the log), in one run and across runs cut at every line.
+#[test]
+fn a_codex_rollback_leaves_the_turns_it_dropped_out_of_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |s: u32| format!("2025-10-01T10:00:{s:02}.000Z");
+    let prompt = |s: u32, text: &str| {
+        [
+            format!(
+                r#"{{"timestamp":"{}","type":"event_msg","payload":{{"type":"task_started","turn_id":"{s}"}}}}"#,
+                at(s)
+            ),
+            format!(
+                r#"{{"timestamp":"{}","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}}}"#,
+                at(s)
+            ),
+            format!(
+                r#"{{"timestamp":"{}","type":"event_msg","payload":{{"type":"user_message","message":"{text}"}}}}"#,
+                at(s)
+            ),
+        ]
+    };
+    let answer = |s: u32, text: &str| {
+        [
+            format!(
+                r#"{{"timestamp":"{}","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}}}"#,
+                at(s)
+            ),
+            format!(
+                r#"{{"timestamp":"{}","type":"event_msg","payload":{{"type":"task_complete","turn_id":"{s}"}}}}"#,
+                at(s)
+            ),
+        ]
+    };
+    let mut lines = vec![format!(
+        r#"{{"timestamp":"{}","type":"session_meta","payload":{{"id":"rb1","timestamp":"{}","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.125.0"}}}}"#,
+        at(0),
+        at(0)
+    )];
+    lines.extend(prompt(1, "first question"));
+    lines.extend(answer(2, "first answer"));
+    lines.extend(prompt(3, "old second question"));
+    lines.extend(answer(4, "old second answer"));
+    lines.extend(prompt(5, "old third question"));
+    lines.extend(answer(6, "old third answer"));
+    lines.push(format!(
+        r#"{{"timestamp":"{}","type":"event_msg","payload":{{"type":"thread_rolled_back","num_turns":2}}}}"#,
+        at(7)
+    ));
+    lines.extend(prompt(8, "edited second question"));
+    lines.extend(answer(9, "new answer"));
+    let full = format!("{}\n", lines.join("\n"));
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir.path(), "rb1.jsonl", full.as_bytes(), k);
+    }
+    let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
+    let r = reader(&store, "codex-rb1");
+    let history = format!("{:?}", r.messages().unwrap().to_vec());
+    for gone in ["old second", "old third"] {
+        assert!(!history.contains(gone), "{gone} kept: {history}");
+    }
+    for kept in [
+        "first question",
+        "first answer",
+        "edited second question",
+        "new answer",
+    ] {
+        assert!(history.contains(kept), "{kept} missing: {history}");
+    }
+    // Every line is still exported, byte for byte.
+    assert!(
+        exported(&r) == full.as_bytes(),
+        "the export differs from the file"
+    );
+}
