@@ -71,12 +71,15 @@ pub struct MetaRepair {
     /// `session.json` had no checksum (an older agentlog wrote it) and was written again with
     /// one.
     pub checksum_added: bool,
-    /// The session had no `LOGMETA` (an older agentlog created it): it was written from the
-    /// sound `session.json`.
+    /// `LOGMETA` was written from the sound `session.json`: the session had none (an older
+    /// agentlog created it), or it was damaged (`logmeta_problem` says how).
     pub logmeta_written: bool,
-    /// `LOGMETA` exists but cannot be read (what is wrong): `session.json` was sound, so nothing
-    /// was lost, but it could not be rebuilt if it broke.
+    /// What is wrong with the `LOGMETA` there was: damaged (then written again, see
+    /// `logmeta_written` and `logmeta_kept`), or unreadable (left as it is: `session.json` was
+    /// sound, so nothing was lost, but it could not be rebuilt if it broke).
     pub logmeta_problem: Option<String>,
+    /// Where the damaged `LOGMETA` was kept (`LOGMETA.damaged`, or with a number).
+    pub logmeta_kept: Option<PathBuf>,
 }
 
 /// Whether a session takes appends.
@@ -408,6 +411,14 @@ impl SessionMeta {
                         meta.write_logmeta(dir, log_id_of(dir))?;
                         report.logmeta_written = true;
                     }
+                    // Damaged (not unreadable): written again from the sound session.json,
+                    // the damaged file kept beside it.
+                    Err(e @ log::Error::Corrupt(_)) => {
+                        report.logmeta_problem = Some(e.to_string());
+                        report.logmeta_kept = keep_damaged(&dir.join(log::LOGMETA_FILE))?;
+                        meta.write_logmeta(dir, log_id_of(dir))?;
+                        report.logmeta_written = true;
+                    }
                     Err(e) => report.logmeta_problem = Some(e.to_string()),
                 }
                 Ok(report)
@@ -496,17 +507,21 @@ fn log_id_of(dir: &Path) -> Option<log::LogId> {
     log::LogReader::open(dir).ok().and_then(|r| r.log_id())
 }
 
-/// Renames a damaged `session.json` to the first free `session.json.damaged[.N]`; `None` when
-/// there was no file.
+/// Renames a damaged file (`session.json`, `LOGMETA`) to the first free `<name>.damaged[.N]`;
+/// `None` when there was no file.
 fn keep_damaged(path: &Path) -> Result<Option<PathBuf>> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(None);
     }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for n in 0..1000u32 {
         let kept = if n == 0 {
-            path.with_extension("json.damaged")
+            path.with_file_name(format!("{name}.damaged"))
         } else {
-            path.with_extension(format!("json.damaged.{n}"))
+            path.with_file_name(format!("{name}.damaged.{n}"))
         };
         if std::fs::symlink_metadata(&kept).is_ok() {
             continue;

@@ -149,6 +149,40 @@ fn recover_rebuilds_session_json_from_logmeta() {
     assert!(ls.ok().contains("\"parentSession\":\"a\""), "{}", ls.stdout);
 }
 
+/// A damaged `LOGMETA` beside a sound `session.json`: `verify` named it, but `recover` only
+/// warned and exited 0, so `verify` failed until the user removed the file by hand. `recover`
+/// now writes it again from the sound `session.json` (the damaged file kept as
+/// `LOGMETA.damaged`), and the rebuilt one serves a later rebuild of `session.json`.
+#[test]
+fn recover_rewrites_a_damaged_logmeta_from_a_sound_session_json() {
+    let cli = Cli::new();
+    cli.import_example("coding-session", &["--id", "a"]);
+    let dir = cli.session_dir("a");
+    let logmeta = dir.join("LOGMETA");
+    let mut bytes = std::fs::read(&logmeta).unwrap();
+    bytes[70] ^= 1;
+    std::fs::write(&logmeta, &bytes).unwrap();
+    cli.run(&["verify", "a"]).fails(1);
+    let out = cli.run(&["recover", "a"]);
+    let stdout = out.ok();
+    assert!(
+        stdout.contains("LOGMETA was damaged") && stdout.contains("LOGMETA.damaged"),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read(dir.join("LOGMETA.damaged")).unwrap(), bytes);
+    cli.run(&["verify", "a"]).ok();
+    // The rebuilt LOGMETA rebuilds session.json as the original would have.
+    std::fs::remove_file(dir.join("session.json")).unwrap();
+    cli.run(&["recover", "a"]).ok();
+    let export = cli.run(&["export", "--header", "a"]);
+    let first = export.ok().lines().next().unwrap().to_string();
+    assert_eq!(
+        first,
+        header_line("coding-session").replace("\"sess-0001\"", "\"a\"")
+    );
+    cli.run(&["verify", "a"]).ok();
+}
+
 /// Another session's session.json copied over this one's (a backup restored into the wrong
 /// folder) passes its own checksum: `verify` said "ok" and `export --header`, `ls` and `show`
 /// gave the other session's id, title and creation time. `verify` now names it against LOGMETA

@@ -29,9 +29,9 @@ use crate::target::{Ctx, Target};
 /// A missing, invalid or checksum-failing session.json, or another session's (its id is not the
 /// one LOGMETA names), is rebuilt first from the session's LOGMETA (the header and
 /// configuration it was created with; state active; the damaged file kept as
-/// session.json.damaged). A session without LOGMETA (created by an older agentlog) gets one
-/// from its sound session.json; when both are lost the log is still recovered and the command
-/// says how to write session.json by hand.
+/// session.json.damaged). A session without LOGMETA (created by an older agentlog), or whose
+/// LOGMETA is damaged (kept as LOGMETA.damaged), gets one from its sound session.json; when both
+/// are lost the log is still recovered and the command says how to write session.json by hand.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
@@ -107,14 +107,30 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             target.label
         )?;
     }
-    if repair.logmeta_written && !args.json {
-        outln!(
+    match (&repair.logmeta_problem, repair.logmeta_written) {
+        (Some(problem), true) if !args.json => outln!(
+            "{}: {} {} was damaged ({problem}); written again from the sound {META_FILE}{}",
+            target.label,
+            p.paint(Color::Yellow, "rebuilt:"),
+            log::LOGMETA_FILE,
+            repair
+                .logmeta_kept
+                .as_ref()
+                .map(|k| format!("; the damaged file is kept as {}", k.display()))
+                .unwrap_or_default()
+        )?,
+        (None, true) if !args.json => outln!(
             "{}: {} written (what rebuilding {META_FILE} needs, kept beside the log)",
             target.label,
             log::LOGMETA_FILE
-        )?;
+        )?,
+        _ => {}
     }
-    if let Some(problem) = &repair.logmeta_problem {
+    if let Some(problem) = repair
+        .logmeta_problem
+        .as_ref()
+        .filter(|_| !repair.logmeta_written)
+    {
         if args.json {
             eprintln!("warning: {}: {problem}", target.label);
         } else {
