@@ -34,7 +34,8 @@ pub struct RecoveryReport {
     pub indexes_rebuilt: Vec<PathBuf>,
     /// Files a crashed writer left behind, removed.
     pub removed: Vec<PathBuf>,
-    /// Junk found after the complete records of sealed segments, zeroed (no record was lost).
+    /// Junk found after the complete records of segments (sealed ones, or the last one after a
+    /// clean close), zeroed (no record was lost).
     pub junk_cleared: Vec<Corruption>,
     /// Salvage: compressed (cold) segments with a damaged block, each made the plain segment
     /// it was compressed from (the damaged blocks' bytes zeros) before the damage was cut; the
@@ -98,7 +99,7 @@ impl std::fmt::Display for RecoveryReport {
         if !self.junk_cleared.is_empty() {
             write!(
                 f,
-                "; zeroed stray bytes after the records of {} sealed segment(s)",
+                "; zeroed stray bytes after the records of {} segment(s)",
                 self.junk_cleared.len()
             )?;
         }
