@@ -16,6 +16,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::event::Value;
 
+use super::claude_queue::{Queue, Taken};
 use super::{get, get_str, js, parse_time, text_block, Builder, Format, SrcLine};
 
 /// Text markers of user-role lines that are not typed prompts.
@@ -170,6 +171,8 @@ struct State<'l> {
     /// The index of the last `compact_boundary` line: while its compaction waits for its
     /// summary line, the lines from there are held back by a run that keeps the turn open.
     compact_from: usize,
+    /// The messages the user queued while the agent worked.
+    queue: Queue,
 }
 
 /// A response's usage as its lines give it: each line carries the response's usage so far, the
@@ -282,6 +285,7 @@ pub(crate) fn build(
         line: 0,
         side_pending: None,
         compact_from: 0,
+        queue: Queue::resumed(b.resume_in.as_ref()),
     };
     // The "Warmup" lines met (their `uuid`s, in order), the last ones of an earlier run too: a
     // Warmup answer may come in the run after its prompt.
@@ -375,6 +379,13 @@ pub(crate) fn build(
             }
             "user" => {
                 flush(b, &mut st);
+                // A queued message run as a prompt leaves the queue.
+                if let Some(text) = get(v, "message")
+                    .and_then(|m| get(m, "content"))
+                    .and_then(first_text)
+                {
+                    st.queue.prompt(text);
+                }
                 // Where the thread continues from: the mark of the line `parentUuid` names,
                 // of this run or of an earlier one (unknown: a root, or a line of another
                 // file). `null` with messages before: a new root (the first prompt was
@@ -418,20 +429,42 @@ pub(crate) fn build(
                 }
                 b.end_line(&format!("system/{sub}"));
             }
+            "queue-operation" => {
+                // Older versions record a message taken in mid-turn only as the queue's
+                // `remove`: while a response is being assembled, the model received it after
+                // that response's results.
+                let taken = st.queue.operation(v);
+                match (taken, st.pending.is_some()) {
+                    (Some(text), true) if st.queue.take(Taken::Remove, &text) => {
+                        if let Some(p) = st.pending.as_mut() {
+                            p.queued.push(HeldQueued {
+                                blocks: vec![text_block(&text)],
+                                envelope: QUEUED_ENVELOPE.to_owned(),
+                                held: HeldLine::take(b),
+                            });
+                        }
+                    }
+                    _ => b.end_line("queue-operation"),
+                }
+            }
             "attachment" => match queued_message(v) {
                 // A message the user typed while the agent worked, given to the model during
                 // the turn (newer versions; older ones record only the queue's operations).
-                Some((blocks, envelope)) => match st.pending.as_mut() {
-                    Some(p) => p.queued.push(HeldQueued {
-                        blocks,
-                        envelope,
-                        held: HeldLine::take(b),
-                    }),
-                    None => {
-                        b.user(&blocks, &envelope);
-                        b.end_line(QUEUED_KIND);
+                // Written once when the queue's `remove` wrote it already.
+                Some((blocks, envelope, text)) if st.queue.take(Taken::Attachment, &text) => {
+                    match st.pending.as_mut() {
+                        Some(p) => p.queued.push(HeldQueued {
+                            blocks,
+                            envelope,
+                            held: HeldLine::take(b),
+                        }),
+                        None => {
+                            b.user(&blocks, &envelope);
+                            b.end_line(QUEUED_KIND);
+                        }
                     }
-                },
+                }
+                Some(_) => b.end_line(QUEUED_KIND),
                 None => b.end_line("attachment"),
             },
             "progress" => {
@@ -473,6 +506,9 @@ pub(crate) fn build(
         if let Some(u) = st.counted {
             let _ = m.push("lastUsage", u.to_value());
         }
+    }
+    if let Some(q) = st.queue.to_value() {
+        let _ = m.push("queue", q);
     }
     if !warmup.is_empty() {
         // A Warmup exchange is a prompt and an answer or two: the last few lines are enough.
@@ -642,7 +678,7 @@ const QUEUED_KIND: &str = "attachment/queued_command";
 /// worked, which reached the model during the turn): its blocks (`prompt`, a string or blocks)
 /// and its envelope (`kind: "queued"`, and the attachment's `commandMode`). `None` for any
 /// other line, or an empty prompt.
-fn queued_message(v: &Value) -> Option<(Vec<String>, String)> {
+fn queued_message(v: &Value) -> Option<(Vec<String>, String, String)> {
     let a = get(v, "attachment")?;
     if get_str(a, "type") != Some("queued_command") {
         return None;
@@ -662,13 +698,22 @@ fn queued_message(v: &Value) -> Option<(Vec<String>, String)> {
     if blocks.is_empty() {
         return None;
     }
-    let mut envelope = String::from("{\"source\":\"claude-code\",\"kind\":\"queued\"");
+    // The text the queue's operations name it by: the prompt, or its first text.
+    let text = match get(a, "prompt") {
+        Some(Value::String(s)) => s.clone(),
+        Some(p) => first_text(p).unwrap_or_default().to_owned(),
+        None => String::new(),
+    };
+    let mut envelope = String::from(QUEUED_ENVELOPE.trim_end_matches('}'));
     if let Some(mode) = get_str(a, "commandMode") {
         envelope.push_str(&format!(",\"commandMode\":{}", js(mode)));
     }
     envelope.push('}');
-    Some((blocks, envelope))
+    Some((blocks, envelope, text))
 }
+
+/// The envelope of a queued message (a `queued_command` attachment adds its `commandMode`).
+const QUEUED_ENVELOPE: &str = "{\"source\":\"claude-code\",\"kind\":\"queued\"}";
 
 /// Whether user line `v` holds tool results only, each answering one of `calls`.
 fn answers_only(v: &Value, calls: &[(String, String, String)]) -> bool {

@@ -22,6 +22,7 @@
 
 mod builder;
 pub mod claude_code;
+mod claude_queue;
 pub mod codex;
 mod deferred;
 mod sidechains;

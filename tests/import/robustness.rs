@@ -348,6 +348,94 @@ fn claude_code_bare_strings_among_blocks_are_text() {
     );
 }
 
+/// Older Claude Code versions (2.1.3x) record a message the user typed while the agent worked,
+/// and which the running turn took in, only as the queue's `enqueue` (with the text) and a
+/// `remove` without it; a background task's notification waits in the same queue but comes as
+/// a user line of its own, and `popAll` withdraws what waits. The message taken in was an
+/// `import/line`, missing from the history though the model saw it (the public
+/// `marot/spotter` fixture's compaction summary lists two). It is now a `user/message`
+/// (`kind: "queued"`) after the results of the response it came during; the notification and
+/// the withdrawn message are not.
+#[test]
+fn claude_code_queue_removes_of_older_versions_reach_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = r#""isSidechain":false,"sessionId":"qo","version":"2.1.39""#;
+    let q = |op: &str, content: Option<&str>, s: u32| match content {
+        Some(c) => format!(
+            r#"{{"type":"queue-operation","operation":"{op}","timestamp":"2026-02-11T20:51:{s:02}.000Z","sessionId":"qo","content":{c:?}}}"#
+        ),
+        None => format!(
+            r#"{{"type":"queue-operation","operation":"{op}","timestamp":"2026-02-11T20:51:{s:02}.000Z","sessionId":"qo"}}"#
+        ),
+    };
+    let lines = [
+        format!(
+            r#"{{"parentUuid":null,{head},"type":"user","message":{{"role":"user","content":"run the tests"}},"uuid":"u1","timestamp":"2026-02-11T20:51:00.000Z"}}"#
+        ),
+        q(
+            "enqueue",
+            Some("<task-notification>\n<task-id>b1</task-id>\n</task-notification>"),
+            1,
+        ),
+        format!(
+            r#"{{"parentUuid":"u1",{head},"type":"assistant","message":{{"id":"m1","role":"assistant","model":"c","content":[{{"type":"tool_use","id":"t1","name":"Bash","input":{{"command":"mix test"}}}}],"usage":{{"input_tokens":5,"output_tokens":1}}}},"uuid":"a1","timestamp":"2026-02-11T20:51:02.000Z"}}"#
+        ),
+        q("enqueue", Some("check again"), 3),
+        q("remove", None, 4),
+        format!(
+            r#"{{"parentUuid":"a1",{head},"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"2 tests, 0 failures"}}]}},"uuid":"r1","timestamp":"2026-02-11T20:51:05.000Z"}}"#
+        ),
+        format!(
+            r#"{{"parentUuid":"r1",{head},"type":"assistant","message":{{"id":"m2","role":"assistant","model":"c","content":[{{"type":"tool_use","id":"t2","name":"Bash","input":{{"command":"mix test"}}}}],"usage":{{"input_tokens":7,"output_tokens":1}}}},"uuid":"a2","timestamp":"2026-02-11T20:51:06.000Z"}}"#
+        ),
+        q("enqueue", Some("never mind"), 7),
+        q("popAll", None, 8),
+        format!(
+            r#"{{"parentUuid":"a2",{head},"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t2","content":"2 tests, 0 failures"}}]}},"uuid":"r2","timestamp":"2026-02-11T20:51:09.000Z"}}"#
+        ),
+        format!(
+            r#"{{"parentUuid":"r2",{head},"type":"assistant","message":{{"id":"m3","role":"assistant","model":"c","content":[{{"type":"text","text":"All pass."}}],"usage":{{"input_tokens":9,"output_tokens":2}}}},"uuid":"a3","timestamp":"2026-02-11T20:51:10.000Z"}}"#
+        ),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "qo.jsonl", &refs, "\n");
+    let store = Store::open(dir.path().join("store")).unwrap();
+    import_keep_open(&store, &file, false);
+    let r = reader(&store, "claude-qo");
+    let history: serde_json::Value =
+        serde_json::from_str(&r.messages().unwrap().to_value().to_string()).unwrap();
+    let shape: Vec<String> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| {
+            let role = m["role"].as_str().unwrap().to_owned();
+            m["content"].as_array().unwrap().iter().map(move |b| {
+                format!(
+                    "{role} {}",
+                    b["text"].as_str().unwrap_or(b["type"].as_str().unwrap())
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "user run the tests",
+            "assistant tool_use",
+            "user tool_result",
+            "user check again",
+            "assistant tool_use",
+            "user tool_result",
+            "assistant All pass."
+        ],
+        "{history}"
+    );
+    let openai = agentlog::projection::render_openai(&r.messages().unwrap()).to_string();
+    assert!(!openai.contains("TOOL_OUTCOME_UNKNOWN"), "{openai}");
+    assert!(exported(&r) == std::fs::read(&file).unwrap());
+}
+
 /// A message the user typed while Claude Code worked reaches the model during the turn; newer
 /// versions record it as a `queued_command` attachment (after the `queue-operation` lines).
 /// It was an `import/line`, missing from the derived history though the model saw it. It is a
