@@ -62,10 +62,14 @@ enum Check {
     None,
     /// A key or token: not a placeholder (`EXAMPLE`, `xxxx…`, too few distinct characters).
     Token,
+    /// A [`Check::Token`] holding a digit (so `sk-loading-spinner` is a CSS class, not a key).
+    TokenWithDigit,
     /// A password value: not a placeholder (`${VAR}`, `<password>`, `****`, `string`, …).
     Value,
     /// A card number: 13 to 19 digits passing the Luhn check.
     Luhn,
+    /// An e-mail address, not a Git remote's `git@host` (`git@github.com:owner/repo.git`).
+    Email,
     /// A phone number: 10 to 15 digits.
     Phone,
 }
@@ -111,7 +115,7 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
         name: "openai-key",
         set: "credentials",
         pattern: r"\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})",
-        check: Check::Token,
+        check: Check::TokenWithDigit,
     },
     BuiltinRule {
         name: "github-token",
@@ -152,20 +156,20 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "url-password",
         set: "credentials",
-        pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{1,15}://[^\s:/@"'<>\\]+:([^\s:/@"'<>\\\[]+)@"#,
+        pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{1,15}://[^\s:/@"'<>\\]+:([^\s:/"'<>\\\[]+)@"#,
         check: Check::Value,
     },
     BuiltinRule {
         name: "password-assignment",
         set: "credentials",
-        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
+        pattern: r#"(?i:password|passwd|passphrase|secret_?(?:access_?)?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
         check: Check::Value,
     },
     BuiltinRule {
         name: "email",
         set: "pii",
         pattern: r"\b([A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b",
-        check: Check::None,
+        check: Check::Email,
     },
     BuiltinRule {
         name: "card-number",
@@ -188,6 +192,9 @@ struct Rule {
     name: String,
     regex: Regex,
     check: Check,
+    /// The group that is the secret: 1 for a built-in rule that has one, a custom rule's group
+    /// named `secret`, else 0 (the whole match).
+    group: usize,
 }
 
 /// A compiled set of rules and what replaces their matches.
@@ -197,6 +204,12 @@ pub struct Redactor {
     any: Regex,
     mode: Mode,
     key: [u8; 32],
+    /// Strings shorter than this are not scanned (6 with built-in rules only: none of them
+    /// matches fewer bytes; a custom rule may).
+    min_len: usize,
+    /// The rule a JSON member named like a secret's label fires (`password-assignment`, when
+    /// chosen), and the pattern of such names.
+    member: Option<(usize, Regex)>,
 }
 
 impl std::fmt::Debug for Redactor {
@@ -294,15 +307,20 @@ impl Check {
                     && !lower.contains("000000")
                     && distinct(secret) >= 8
             }
+            Check::TokenWithDigit => {
+                Check::Token.accepts(secret) && secret.bytes().any(|b| b.is_ascii_digit())
+            }
             Check::Value => {
                 let first = secret.chars().next().unwrap_or('$');
                 !matches!(first, '$' | '%' | '*' | '<' | '{' | '[')
-                    && !PLACEHOLDERS.iter().any(|p| lower.starts_with(p))
+                    && !PLACEHOLDERS.iter().any(|p| is_placeholder(&lower, p))
+                    && !is_reference(secret)
                     && !lower.contains("example")
                     && !lower.contains("xxxx")
                     && distinct(secret) >= 4
             }
             Check::Luhn => luhn(secret),
+            Check::Email => !lower.starts_with("git@"),
             Check::Phone => {
                 let d = secret.chars().filter(char::is_ascii_digit).count();
                 (10..=15).contains(&d)
@@ -310,6 +328,53 @@ impl Check {
         }
     }
 }
+
+/// Whether a (lower-case) value is the placeholder `p`: the word itself, or the word followed
+/// by a character that is not a letter or digit (`your_api_key`, `process.env.X`,
+/// `password-here`). `Password2024!`, `secretsauce42` and `nullpointer-7781` are values.
+fn is_placeholder(lower: &str, p: &str) -> bool {
+    lower
+        .strip_prefix(p)
+        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+/// Whether a value is a reference in code rather than a secret: a label word itself
+/// (`api_key=api_key`), or a dotted name (`form.password.data`, `os.environ`,
+/// `getpass.getpass`).
+fn is_reference(value: &str) -> bool {
+    let folded: String = value
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-'))
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if LABEL_WORDS.contains(&folded.as_str()) {
+        return true;
+    }
+    let ident = |part: &str| {
+        part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let mut parts = value.split('.');
+    let dotted = value.contains('.') && parts.all(ident);
+    dotted && !value.ends_with('.')
+}
+
+/// The label words of `password-assignment`, folded (lower case, no `_` or `-`).
+const LABEL_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secretkey",
+    "secretaccesskey",
+    "clientsecret",
+    "apikey",
+    "accesstoken",
+    "authtoken",
+];
+
+/// A JSON member name that labels a secret (`password`, `DB_PASSWORD`, `api_key`,
+/// `AWS_SECRET_ACCESS_KEY`, `client_secret`, …): its string value is one, whole.
+const SECRET_MEMBER: &str = r"(?i)(?:^|[_.-])(?:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|secret_?access_?key|private_?key)$";
 
 /// A built-in pattern with ASCII classes: word boundaries, digits, word characters and spaces
 /// of ASCII, so that the regex engine's DFA handles any text (a Unicode word boundary sends
@@ -353,10 +418,12 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
         if wanted(b.name, b.set) {
             let regex =
                 Regex::new(&ascii(b.pattern)).map_err(|e| format!("rule {}: {e}", b.name))?;
+            let group = usize::from(regex.captures_len() > 1);
             chosen.push(Rule {
                 name: b.name.to_string(),
                 regex,
                 check: b.check,
+                group,
             });
         }
     }
@@ -377,10 +444,15 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
         }
         let regex =
             Regex::new(pattern).map_err(|e| format!("custom rule {name:?} = {pattern:?}: {e}"))?;
+        let group = regex
+            .capture_names()
+            .position(|n| n == Some("secret"))
+            .unwrap_or(0);
         chosen.push(Rule {
             name: name.clone(),
             regex,
             check: Check::None,
+            group,
         });
     }
     Ok(chosen)
@@ -456,9 +528,38 @@ struct Walk<'r> {
     findings: Vec<Finding>,
 }
 
+/// `s` with each JSON escape of a control character (`\n`, `\r`, `\t`, `\b`, `\f`) made two
+/// spaces (the same length), or `None` when it has none.
+fn unescape_view(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let escape = |i: usize| {
+        bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't' | b'b' | b'f'))
+    };
+    if !(0..bytes.len()).any(escape) {
+        return None;
+    }
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    while i < out.len() {
+        if escape(i) {
+            out[i] = b' ';
+            out[i + 1] = b' ';
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    // Only ASCII bytes were changed, for ASCII bytes: still UTF-8.
+    String::from_utf8(out).ok()
+}
+
 impl Walk<'_> {
     fn string(&mut self, s: &mut String, at: &At<'_>) {
         let hits = self.redactor.hits(s);
+        self.apply_hits(s, hits, at);
+    }
+
+    fn apply_hits(&mut self, s: &mut String, hits: Vec<(usize, usize, usize)>, at: &At<'_>) {
         if hits.is_empty() {
             return;
         }
@@ -488,7 +589,17 @@ impl Walk<'_> {
 
     fn map(&mut self, m: &mut Map, at: &At<'_>) {
         for (key, value) in m.values_mut() {
-            self.value(value, &at.name(key));
+            let at = at.name(key);
+            // A member named like a secret's label holds one: its whole string value
+            // (`{"password":"…"}`, `{"AWS_SECRET_ACCESS_KEY":"…"}`).
+            if let Value::String(s) = value {
+                if let Some(rule) = self.redactor.member_hit(key, s) {
+                    let whole = vec![(0, s.len(), rule)];
+                    self.apply_hits(s, whole, &at);
+                    continue;
+                }
+            }
+            self.value(value, &at);
         }
     }
 
@@ -705,11 +816,18 @@ impl Redactor {
             )
         }
         .map_err(|e| e.to_string())?;
+        let min_len = if custom.is_empty() { 6 } else { 1 };
+        let member = match rules.iter().position(|r| r.name == "password-assignment") {
+            Some(i) => Some((i, Regex::new(SECRET_MEMBER).map_err(|e| e.to_string())?)),
+            None => None,
+        };
         Ok(Redactor {
             rules,
             any,
             mode,
             key: key.unwrap_or([0; 32]),
+            min_len,
+            member,
         })
     }
 
@@ -724,18 +842,36 @@ impl Redactor {
     }
 
     /// The non-overlapping matches in `s`: `(start, end, rule index)`, in order.
+    ///
+    /// A string holding JSON escapes (a raw source line, a tool's output that is JSON text) is
+    /// also scanned as if each escape of a control character (`\n`, `\r`, `\t`, `\b`, `\f`)
+    /// were two spaces: a token that starts a line there follows the escape's letter, and no
+    /// word boundary would be found before it. The view has the string's length, so its
+    /// matches are the string's.
     fn hits(&self, s: &str) -> Vec<(usize, usize, usize)> {
-        if s.len() < 6 || !self.any.is_match(s) {
+        if s.len() < self.min_len {
+            return Vec::new();
+        }
+        let unescaped = unescape_view(s);
+        let views: Vec<&str> = match &unescaped {
+            Some(v) => vec![s, v.as_str()],
+            None => vec![s],
+        };
+        if !views.iter().any(|v| self.any.is_match(v)) {
             return Vec::new();
         }
         let mut hits = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate() {
-            for caps in rule.regex.captures_iter(s) {
-                let Some(m) = caps.get(1).or_else(|| caps.get(0)) else {
-                    continue;
-                };
-                if !m.is_empty() && rule.check.accepts(m.as_str()) {
-                    hits.push((m.start(), m.end(), i));
+        for view in views {
+            for (i, rule) in self.rules.iter().enumerate() {
+                for caps in rule.regex.captures_iter(view) {
+                    let Some(m) = caps.get(rule.group).or_else(|| caps.get(0)) else {
+                        continue;
+                    };
+                    // The secret as the string has it (the same bytes, escapes and all).
+                    let secret = &s[m.start()..m.end()];
+                    if !m.is_empty() && rule.check.accepts(secret) {
+                        hits.push((m.start(), m.end(), i));
+                    }
                 }
             }
         }
@@ -747,6 +883,18 @@ impl Redactor {
             }
         }
         out
+    }
+
+    /// The rule a string value of a JSON member named `name` fires as a whole: a member named
+    /// like a secret's label (`password`, `DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`) whose value
+    /// is not a placeholder.
+    fn member_hit(&self, name: &str, value: &str) -> Option<usize> {
+        let (rule, names) = self.member.as_ref()?;
+        (!value.is_empty()
+            && value.len() >= 4
+            && names.is_match(name)
+            && self.rules[*rule].check.accepts(value))
+        .then_some(*rule)
     }
 
     fn tag(&self, rule: &str, secret: &str) -> String {

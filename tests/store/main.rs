@@ -8,5 +8,6 @@ mod fork;
 mod search;
 mod search_alloc;
 mod secrets_corpus;
+mod secrets_regressions;
 mod stats;
 mod store;

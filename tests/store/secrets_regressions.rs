@@ -1,0 +1,174 @@
+//! Secrets that reached disk, and ordinary content that was destroyed, found by a sweep of the
+//! redaction rules (docs/events.md §9). Each test names what broke.
+
+use agentlog::event::parse_event_line;
+use agentlog::redact::{Mode, Redactor};
+
+fn all() -> Redactor {
+    Redactor::new(
+        &["credentials".into(), "pii".into()],
+        &[],
+        Mode::Replace,
+        None,
+    )
+    .unwrap()
+}
+
+fn redacted(r: &Redactor, text: &str) -> String {
+    let mut s = text.to_owned();
+    r.redact_string(&mut s);
+    s
+}
+
+/// A token at the start of a line inside JSON text (a raw source line the importers keep in
+/// `x-source`, a Codex tool output that is JSON) follows the escape `\n`: its `n` is a word
+/// character, so no rule's word boundary was found and the token stayed on disk.
+#[test]
+fn a_token_after_an_escaped_newline_is_found() {
+    let r = all();
+    let tokens = [
+        ("ghp_R8mK2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8aE2u", "github-token"),
+        ("AKIAQ4W7RZ2N5KXJ3LPM", "aws-access-key-id"),
+        ("glpat-cavXiOqkVCJTBJahe84S", "gitlab-token"),
+        ("xoxb-2048-R8mK2pQ7vX4nL9", "slack-token"),
+    ];
+    for (token, rule) in tokens {
+        for text in [
+            format!(r#"{{"output":"line one\n{token}\nline three"}}"#),
+            format!(r#"{{"raw":"{{\"text\":\"a\\n{token}\"}}"}}"#),
+            format!("cat token.txt\\t{token}"),
+        ] {
+            let out = redacted(&r, &text);
+            assert!(!out.contains(token), "{rule} kept in {out}");
+            assert!(out.contains(&format!("[REDACTED:{rule}]")), "{out}");
+        }
+    }
+    // The escapes themselves stay as they were.
+    let out = redacted(&r, r#"a\nghp_R8mK2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8aE2u\tb"#);
+    assert_eq!(out, r#"a\n[REDACTED:github-token]\tb"#);
+}
+
+/// A secret held as the value of a JSON member named like its label (a tool input
+/// `{"password":"…"}`, an environment map) was never redacted: each string was scanned alone.
+#[test]
+fn a_json_member_named_like_a_secret_is_redacted_whole() {
+    let r = all();
+    let line = r#"{"type":"tool/call","seq":3,"time":4,"data":{"turn":1,"step":1,"callId":"c1","name":"login","arguments":"{}"},"meta":{"input":{"user":"ann","password":"Tr0ub4dor-5jIc1x"},"env":{"AWS_SECRET_ACCESS_KEY":"wJalrXUtnFEMIK7MDENGbPxRfiCYzQ4W7RZ2N5KX","DB_PASSWORD":"correct horse battery","HOME":"/home/ann","api_key":"${OPENAI_API_KEY}","password":"string"}}}"#;
+    let mut e = parse_event_line(line).unwrap();
+    let n = r.redact_event(&mut e);
+    let out = e.to_canonical_string();
+    for secret in [
+        "Tr0ub4dor-5jIc1x",
+        "wJalrXUtnFEMIK7MDENGbPxRfiCYzQ4W7RZ2N5KX",
+        "correct horse battery",
+    ] {
+        assert!(!out.contains(secret), "{secret} kept: {out}");
+    }
+    assert_eq!(n, 3, "{out}");
+    // Placeholders and ordinary members stay.
+    for kept in [
+        r#""user":"ann""#,
+        r#""HOME":"/home/ann""#,
+        r#""api_key":"${OPENAI_API_KEY}""#,
+        r#""password":"string""#,
+    ] {
+        assert!(out.contains(kept), "{kept} changed: {out}");
+    }
+    assert!(
+        out.contains(r#"{"rule":"password-assignment","path":"meta.input.password"}"#),
+        "{out}"
+    );
+}
+
+/// A password that merely started with a placeholder word (`str`, `env`, `true`, `null`,
+/// `secret`, `password`) was taken for one and kept.
+#[test]
+fn a_password_starting_with_a_placeholder_word_is_redacted() {
+    let r = all();
+    for value in [
+        "Password2024!",
+        "Str0ngPassw0rd!",
+        "secretsauce42",
+        "truelove1987",
+        "NoneShallPass9",
+        "nullpointer-7781",
+        "Envoy-Bravo-81",
+    ] {
+        let out = redacted(&r, &format!("password={value}"));
+        assert_eq!(out, "password=[REDACTED:password-assignment]", "{value}");
+    }
+    for placeholder in [
+        "password=string",
+        "password=your_password_here",
+        "api_key=process.env.OPENAI_API_KEY",
+        "password=null",
+        "password: <your-password>",
+    ] {
+        assert_eq!(redacted(&r, placeholder), placeholder);
+    }
+}
+
+/// Code was destroyed: `OpenAI(api_key=api_key)`, `form.password.data`, `getpass.getpass`,
+/// `os.environ[…]` and the CSS class `.sk-loading-spinner-container` were redacted.
+#[test]
+fn references_in_code_and_css_classes_are_left_alone() {
+    let r = all();
+    for code in [
+        "client = OpenAI(api_key=api_key)",
+        "password = form.password.data",
+        "password = getpass.getpass()",
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "<div class=\"sk-loading-spinner-container\">",
+        "passwd: self.passwd",
+    ] {
+        assert_eq!(redacted(&r, code), code);
+    }
+    // Real keys in the same places still go.
+    let out = redacted(
+        &r,
+        "client = OpenAI(api_key=\"sk-proj-R8mK2pQ7vX4nL9wT3jH6bF1s\")",
+    );
+    assert!(!out.contains("R8mK2pQ7"), "{out}");
+}
+
+/// A custom rule never saw a string shorter than 6 bytes, and one with a group redacted only
+/// the group (the built-in rules' convention), leaving the rest of what it was written to find.
+/// A custom rule now redacts its whole match, or its group named `secret`.
+#[test]
+fn custom_rules_see_short_strings_and_redact_their_whole_match() {
+    let custom = vec![
+        ("code".to_string(), "E[0-9]{4}".to_string()),
+        ("dsn".to_string(), "(postgres|mysql)://[^ ]+".to_string()),
+        ("pin".to_string(), "pin (?P<secret>[0-9]{4})".to_string()),
+    ];
+    let r = Redactor::new(&[], &custom, Mode::Replace, None).unwrap();
+    assert_eq!(redacted(&r, "E1234"), "[REDACTED:code]");
+    assert_eq!(
+        redacted(&r, "db at postgres://root:rootpw@10.0.0.5/app now"),
+        "db at [REDACTED:dsn] now"
+    );
+    assert_eq!(redacted(&r, "my pin 4821"), "my pin [REDACTED:pin]");
+}
+
+/// A URL password holding `@` was missed (the match stopped at its first `@`, and the short
+/// rest was taken for a placeholder); `"SecretAccessKey": "…"` (the AWS CLI's JSON) was not a
+/// label; a Git remote `git@github.com:owner/repo.git` was redacted as an e-mail address.
+#[test]
+fn url_passwords_with_at_aws_cli_json_and_git_remotes() {
+    let r = all();
+    assert_eq!(
+        redacted(&r, "postgres://admin:p@ssw0rd!2024@db.internal:5432/app"),
+        "postgres://admin:[REDACTED:url-password]@db.internal:5432/app"
+    );
+    let out = redacted(
+        &r,
+        r#"{"AccessKeyId": "AKIAHBRPOIG8F1CBFNO6", "SecretAccessKey": "dz1C5Jau2RJtBRnlWmTSHf6pWkLUyifDLkDmWJ6U"}"#,
+    );
+    assert!(!out.contains("dz1C5Jau"), "{out}");
+    let remote = "origin  git@github.com:acme/widgets.git (fetch)";
+    assert_eq!(redacted(&r, remote), remote);
+    assert_eq!(
+        redacted(&r, "mail ann.lee@example.org"),
+        "mail [REDACTED:email]"
+    );
+}
