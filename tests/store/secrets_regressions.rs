@@ -151,20 +151,15 @@ fn custom_rules_see_short_strings_and_redact_their_whole_match() {
 }
 
 /// A URL password holding `@` was missed (the match stopped at its first `@`, and the short
-/// rest was taken for a placeholder); `"SecretAccessKey": "…"` (the AWS CLI's JSON) was not a
-/// label; a Git remote `git@github.com:owner/repo.git` was redacted as an e-mail address.
+/// rest was taken for a placeholder); a Git remote `git@github.com:owner/repo.git` was
+/// redacted as an e-mail address.
 #[test]
-fn url_passwords_with_at_aws_cli_json_and_git_remotes() {
+fn url_passwords_with_at_and_git_remotes() {
     let r = all();
     assert_eq!(
         redacted(&r, "postgres://admin:p@ssw0rd!2024@db.internal:5432/app"),
         "postgres://admin:[REDACTED:url-password]@db.internal:5432/app"
     );
-    let out = redacted(
-        &r,
-        r#"{"AccessKeyId": "AKIAHBRPOIG8F1CBFNO6", "SecretAccessKey": "dz1C5Jau2RJtBRnlWmTSHf6pWkLUyifDLkDmWJ6U"}"#,
-    );
-    assert!(!out.contains("dz1C5Jau"), "{out}");
     let remote = "origin  git@github.com:acme/widgets.git (fetch)";
     assert_eq!(redacted(&r, remote), remote);
     assert_eq!(
