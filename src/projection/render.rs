@@ -533,7 +533,7 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 /// The history as an Anthropic messages request body: `{"system":[…],"messages":[…]}`.
 ///
 /// - Every `system` message, wherever it stands, is gathered in order into the top-level
-///   `system`, an array of text blocks (`{"type":"text","text"}`, so per-block members such as
+///   `system`, an array of text blocks (other blocks described in text, below) (`{"type":"text","text"}`, so per-block members such as
 ///   `cache_control` survive); `system` is left out when there is none. Anthropic has no system
 ///   role inside the conversation, so the position of a system message that changed mid-session
 ///   is not shown.
@@ -547,9 +547,15 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 ///   blocks rendered the same way. Content is always an array of blocks.
 /// - Unknown members of known blocks are kept after the rendered ones (a reasoning block's
 ///   `signature`, a `cache_control`), unless they would collide with one; unknown blocks
-///   ([`Block::Other`]) pass through unchanged, but for OpenAI image parts (`image_url`, and
-///   `input_image` of Codex rollouts), which become `image` blocks (a `data:` URL a `base64`
-///   source, any other URL a `url` source).
+///   ([`Block::Other`]) of a type Anthropic has (`image`, `document`, `redacted_thinking`,
+///   `server_tool_use`, …) pass through unchanged, and OpenAI image parts (`image_url`, and
+///   `input_image` of Codex rollouts) become `image` blocks (a `data:` URL a `base64` source,
+///   any other URL a `url` source).
+/// - A block the API refuses where it stands is described in a text block,
+///   `[TYPE block: JSON]`: any block but text in `system` (reasoning there is left out), a
+///   `tool_use` in a user message, a `tool_result` in an assistant message or in another
+///   result's content, a block of a type Anthropic does not have, and in a result's content
+///   anything but text, images, documents and search results. An empty text block is left out.
 /// - The API's rules: a reasoning block without a string `signature` is left out (the API
 ///   refuses unsigned `thinking`), and a message left with no block is dropped (its neighbours
 ///   merged); a `tool_use` `input` that is not an object is wrapped as `{"input": value}`; a
@@ -566,7 +572,12 @@ pub fn render_anthropic(messages: &Messages) -> Value {
     let mut rendered: Vec<(Role, Vec<Value>, Vec<Value>)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         if message.role == Role::System {
-            system.extend(message.content.iter().filter_map(anthropic_block));
+            system.extend(
+                message
+                    .content
+                    .iter()
+                    .filter_map(|b| anthropic_block(b, Place::System)),
+            );
             continue;
         }
         let (mut results, mut rest) = (Vec::new(), Vec::new());
@@ -578,7 +589,11 @@ pub fn render_anthropic(messages: &Messages) -> Value {
             } else {
                 block
             };
-            let Some(value) = anthropic_block(block) else {
+            let place = match message.role {
+                Role::Assistant => Place::Assistant,
+                _ => Place::User,
+            };
+            let Some(value) = anthropic_block(block, place) else {
                 continue;
             };
             if message.role == Role::User && matches!(block, Block::ToolResult { .. }) {
@@ -652,10 +667,87 @@ pub fn render_anthropic(messages: &Messages) -> Value {
     object(members, None)
 }
 
-/// A block as Anthropic takes it, or `None` for a block the API refuses and that is left out
-/// (a reasoning block without a string `signature`).
-fn anthropic_block(block: &Block) -> Option<Value> {
+/// Where an Anthropic block stands: which blocks the API takes there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The top-level `system`: text blocks only.
+    System,
+    /// A user message: no `tool_use`.
+    User,
+    /// An assistant message: no `tool_result`.
+    Assistant,
+    /// The content of a `tool_result`: text, images, documents, search results.
+    ToolResult,
+}
+
+/// Anthropic's content block types: an unknown block of another type is described in a text
+/// block (the API refuses a type it does not know).
+const ANTHROPIC_TYPES: &[&str] = &[
+    "text",
+    "image",
+    "document",
+    "search_result",
+    "thinking",
+    "redacted_thinking",
+    "tool_use",
+    "tool_result",
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "container_upload",
+];
+
+/// The block types a `tool_result`'s content takes.
+const ANTHROPIC_RESULT_TYPES: &[&str] = &["text", "image", "document", "search_result"];
+
+/// A block Anthropic refuses where it stands, described in a text block:
+/// `[TYPE block: JSON]`, as the OpenAI rendering describes a block it has no part for.
+fn described(block: &Block) -> Value {
+    text_part(&format!(
+        "[{} block: {}]",
+        block_type(block),
+        block_value(block)
+    ))
+}
+
+/// A block as Anthropic takes it at `place`, or `None` for a block the API refuses and that is
+/// left out (a reasoning block without a string `signature`; an empty text block). A block of
+/// a type the API does not take there (any but text in `system`, a `tool_use` in a user
+/// message, a `tool_result` in an assistant message or inside another result, an unknown
+/// type) is [`described`] in a text block.
+fn anthropic_block(block: &Block, place: Place) -> Option<Value> {
+    let refused = match (block, place) {
+        (Block::Text { .. }, _) => false,
+        (Block::Reasoning { .. }, Place::System | Place::ToolResult) => return None,
+        (_, Place::System) => true,
+        (Block::ToolUse { .. }, Place::User | Place::ToolResult) => true,
+        (Block::ToolResult { .. }, Place::Assistant | Place::ToolResult) => true,
+        (Block::Other(map), _) => {
+            let kind = anthropic_image(map)
+                .as_ref()
+                .and(Some("image"))
+                .or_else(|| map.get("type").and_then(Value::as_str))
+                .unwrap_or("");
+            let known = if place == Place::ToolResult {
+                ANTHROPIC_RESULT_TYPES
+            } else {
+                ANTHROPIC_TYPES
+            };
+            !known.contains(&kind)
+        }
+        _ => false,
+    };
+    if refused {
+        return Some(described(block));
+    }
     Some(match block {
+        // The API refuses an empty text block.
+        Block::Text { text, .. } if text.is_empty() => return None,
         Block::Text { text, extra } => object(
             vec![("type", "text".into()), ("text", text.as_str().into())],
             Some(extra),
@@ -706,9 +798,12 @@ fn anthropic_block(block: &Block) -> Option<Value> {
                     "content",
                     match content {
                         ToolContent::Text(text) => text.as_str().into(),
-                        ToolContent::Blocks(blocks) => {
-                            Value::Array(blocks.iter().filter_map(anthropic_block).collect())
-                        }
+                        ToolContent::Blocks(blocks) => Value::Array(
+                            blocks
+                                .iter()
+                                .filter_map(|b| anthropic_block(b, Place::ToolResult))
+                                .collect(),
+                        ),
                     },
                 ),
                 ("is_error", Value::Bool(*is_error)),

@@ -704,3 +704,52 @@ fn lifecycle_and_stats_report_calls_closed_without_a_result() {
         .contains(r#""unansweredCalls":1"#));
     session.close().unwrap();
 }
+
+/// Blocks the Anthropic API refuses where they stood passed through (docs/events.md §5 asks
+/// that refused content be converted or left out by a documented rule): an image in `system`
+/// (text blocks only), a `tool_use` in a user message, a `tool_result` in an assistant message
+/// or inside another result, a block type Anthropic does not have, an empty text block. Each is
+/// now described in a text block (`[TYPE block: JSON]`), the empty text left out, and the
+/// request passes the provider's shapes.
+#[test]
+fn anthropic_describes_the_blocks_it_refuses_where_they_stand() {
+    let mut log = Log::new();
+    log.add(
+        "system/message",
+        r#"{"role":"system","content":[{"type":"text","text":"be brief"},{"type":"image","source":{"type":"url","url":"https://x/logo.png"}}]}"#,
+        "",
+    );
+    log.add(
+        "user/message",
+        r#"{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"look"},{"type":"widget","size":3},{"type":"tool_use","id":"u1","name":"ls","input":{}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}"#,
+        "",
+    );
+    log.turn_start(1);
+    log.step_start(1, 1);
+    log.assistant(
+        1,
+        1,
+        r#"[{"type":"text","text":"ok"},{"type":"gadget"},{"type":"tool_result","toolUseId":"zz","toolName":"ls","content":"x","isError":false}]"#,
+    );
+    log.step_end(1, 1);
+    let messages = projection::messages(&log.events).unwrap();
+    let rendered = render_anthropic(&messages);
+    check_anthropic(&rendered).unwrap_or_else(|e| panic!("{e}: {rendered}"));
+    let text = rendered.to_string();
+    for described in [
+        r#"[image block: {\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://x/logo.png\"}}]"#,
+        r#"[widget block: {\"type\":\"widget\",\"size\":3}]"#,
+        r#"[tool_use block: {\"type\":\"tool_use\",\"id\":\"u1\",\"name\":\"ls\",\"input\":{}}]"#,
+        r#"[gadget block: {\"type\":\"gadget\"}]"#,
+        r#"[tool_result block: "#,
+    ] {
+        assert!(text.contains(described), "{described} missing: {text}");
+    }
+    // An image where Anthropic takes one stays an image; no empty text block is left.
+    assert!(
+        text.contains(r#"{"type":"image","source":{"type":"url","url":"https://x/y.png"}}"#),
+        "{text}"
+    );
+    assert!(!text.contains(r#""text":"""#), "{text}");
+    assert_accepted("refused blocks", &messages);
+}
