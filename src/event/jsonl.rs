@@ -280,6 +280,10 @@ impl<R: BufRead> JsonlReader<R> {
             text = rest.strip_suffix(b"\r").unwrap_or(rest);
         }
         if line == 1 {
+            if self.buf == BOM {
+                // A file that holds a BOM and nothing else: empty, as a file without it.
+                return Ok(None);
+            }
             text = text.strip_prefix(BOM).unwrap_or(text);
         }
         let text = std::str::from_utf8(text).map_err(|e| {

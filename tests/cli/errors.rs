@@ -456,3 +456,29 @@ fn an_oversized_event_refused_at_import_names_its_line() {
     );
     assert!(!cli.session_entries().contains(&"big".to_string()));
 }
+
+/// A header on line 1 with a member missing or mistyped was refused as "line 1 is a second
+/// session header line", naming neither the member nor the real problem. The error now says
+/// what is wrong with the line.
+#[test]
+fn a_bad_first_header_line_is_named_for_what_it_lacks() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (line, needle) in [
+        (r#"{"type":"session","id":"x","createdAt":1}"#, "version"),
+        (r#"{"type":"session","version":1,"id":"x"}"#, "createdAt"),
+        (
+            r#"{"type":"session","version":1,"id":7,"createdAt":1}"#,
+            "id",
+        ),
+    ] {
+        let file = dir.path().join("h.jsonl");
+        std::fs::write(&file, format!("{line}\n")).unwrap();
+        let run = cli.run(&["import", file.to_str().unwrap()]);
+        let err = run.fails(1);
+        assert!(
+            err.contains("line 1") && err.contains(needle) && !err.contains("second"),
+            "{err}"
+        );
+    }
+}

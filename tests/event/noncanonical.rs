@@ -168,3 +168,13 @@ fn single_lines_parse_the_same_way() {
         r#"{"type":"step/end","seq":0,"time":9,"data":{"turn":1,"step":2}}"#
     );
 }
+
+/// A file holding only a UTF-8 BOM was refused as "line 1: blank line", while an empty file is
+/// an empty session and a BOM is accepted on the first line (EVENTS.md §4): it is empty now.
+#[test]
+fn a_file_holding_only_a_bom_is_empty() {
+    let (header, events) = parse_jsonl(&b"\xEF\xBB\xBF"[..]).unwrap();
+    assert!(header.is_none() && events.is_empty());
+    // A BOM and a blank line is still a blank line.
+    assert!(parse_jsonl(&b"\xEF\xBB\xBF\n"[..]).is_err());
+}

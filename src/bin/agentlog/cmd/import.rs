@@ -111,7 +111,7 @@ pub fn run(ctx: &Ctx, mut args: Args) -> Result<ExitCode> {
 fn refused(e: agentlog::Error, name: &str, ctx: &Ctx, last: &LastLine) -> anyhow::Error {
     match e {
         // The line a parse error names is the last one read.
-        agentlog::Error::Parse(p) if last.is_header() => anyhow!(
+        agentlog::Error::Parse(p) if last.is_header() && p.line > 1 => anyhow!(
             "cannot import {name}: line {} is a second session header line \
              ({{\"type\":\"session\",…}}): a file holds one session, its header on line 1 \
              only; import each session from a file of its own (or remove the line); nothing was \
