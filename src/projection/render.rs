@@ -111,11 +111,14 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 ///   (and a tool use some message follows whose result is not in the history, replaced away,
 ///   say) gets a synthetic `tool` message right after the assistant message, content
 ///   [`OUTCOME_UNKNOWN`] (docs/events.md §7). Calls still running in an open step are left as they
-///   are. A tool result that answers no `tool_calls` entry just before it becomes user text,
-///   `[result of tool call ID (NAME): TEXT]`.
+///   are. A result of a call of the last assistant message that comes after other content (a
+///   user message steering the agent while the tool ran, a system message) is moved up to a
+///   tool message right after the call. A tool result that answers no `tool_calls` entry just
+///   before it becomes user text, `[result of tool call ID (NAME): TEXT]`.
 pub fn render_openai(messages: &Messages) -> Value {
-    let synthetic = synthetic_results(messages, true);
-    let orphans = orphan_results(messages, true);
+    let hoisted = hoisted_results(messages, true);
+    let synthetic = synthetic_results(messages, true, &hoisted);
+    let orphans = orphan_results(messages, true, &hoisted);
     let mut out = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
         match message.role {
@@ -126,8 +129,10 @@ pub fn render_openai(messages: &Messages) -> Value {
             Role::User => {
                 let mut rest = Vec::new();
                 let mut tool_results = 0;
+                let mut moved = 0;
                 for (b, block) in message.content.iter().enumerate() {
                     match block {
+                        _ if hoisted.moved.contains(&(index, b)) => moved += 1,
                         Block::ToolResult { .. } if orphans.contains(&(index, b)) => {
                             rest.push(orphan_text(block));
                         }
@@ -149,12 +154,32 @@ pub fn render_openai(messages: &Messages) -> Value {
                         other => rest.push(other.clone()),
                     }
                 }
-                if tool_results == 0 || !rest.is_empty() {
+                // A message whose blocks all moved up leaves nothing here.
+                let all_moved = moved > 0 && moved == message.content.len();
+                if !all_moved && (tool_results == 0 || !rest.is_empty()) {
                     out.push(chat_message("user", openai_content(&rest, Context::User)));
                 }
             }
             Role::Assistant => {
                 out.push(openai_assistant(message));
+                let moved = hoisted.after.get(&index).map_or(&[][..], Vec::as_slice);
+                for block in blocks_at(messages, moved) {
+                    if let Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } = block
+                    {
+                        out.push(object(
+                            vec![
+                                ("role", "tool".into()),
+                                ("tool_call_id", tool_use_id.as_str().into()),
+                                ("content", openai_tool_content(content)),
+                            ],
+                            None,
+                        ));
+                    }
+                }
                 for id in synthetic.get(&index).into_iter().flatten() {
                     out.push(object(
                         vec![
@@ -176,7 +201,11 @@ pub fn render_openai(messages: &Messages) -> Value {
 /// for Anthropic system messages, between), or answer one a second time: a `tool_use` replaced
 /// away, say. Providers refuse such a result; the renderings show it as text
 /// ([`orphan_text`]).
-fn orphan_results(messages: &Messages, system_separates: bool) -> HashSet<(usize, usize)> {
+fn orphan_results(
+    messages: &Messages,
+    system_separates: bool,
+    hoisted: &Hoisted,
+) -> HashSet<(usize, usize)> {
     let mut out = HashSet::new();
     let mut open: Vec<&str> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
@@ -195,6 +224,9 @@ fn orphan_results(messages: &Messages, system_separates: bool) -> HashSet<(usize
             Role::System => {}
             Role::User => {
                 for (b, block) in m.content.iter().enumerate() {
+                    if hoisted.moved.contains(&(i, b)) {
+                        continue;
+                    }
                     if let Block::ToolResult { tool_use_id, .. } = block {
                         match open.iter().position(|id| *id == tool_use_id.as_str()) {
                             Some(at) => {
@@ -257,6 +289,76 @@ pub const HISTORY_START: &str = "(the conversation starts with the assistant's m
 pub const OUTCOME_UNKNOWN: &str =
     "TOOL_OUTCOME_UNKNOWN: the history holds no result for this tool call (its step ended without one)";
 
+/// Results that answer a `tool_use` of an assistant message but come after other content
+/// before the next assistant message (a user message steering the agent while its tool ran,
+/// or for OpenAI a system message): providers want a call's result right after it, so the
+/// renderings move such a result there; the neutral projection keeps it where it was recorded.
+#[derive(Default)]
+struct Hoisted {
+    /// Per assistant message (by index): the result blocks (message index, block index) to
+    /// render right after it, in order.
+    after: HashMap<usize, Vec<(usize, usize)>>,
+    /// Every moved block's place, skipped where it stands.
+    moved: HashSet<(usize, usize)>,
+}
+
+fn hoisted_results(messages: &Messages, system_separates: bool) -> Hoisted {
+    let list: Vec<&Message> = messages.iter().collect();
+    let mut out = Hoisted::default();
+    for (i, m) in list.iter().enumerate() {
+        if m.role != Role::Assistant {
+            continue;
+        }
+        let uses: Vec<&str> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        if uses.is_empty() {
+            continue;
+        }
+        let mut answered: HashSet<&str> = HashSet::new();
+        let mut moved_on = false;
+        for (j, later) in list.iter().enumerate().skip(i + 1) {
+            match later.role {
+                Role::Assistant => break,
+                Role::System => moved_on |= system_separates,
+                Role::User => {
+                    let mut other = false;
+                    for (b, block) in later.content.iter().enumerate() {
+                        match block {
+                            Block::ToolResult { tool_use_id, .. }
+                                if uses.contains(&tool_use_id.as_str())
+                                    && answered.insert(tool_use_id.as_str()) =>
+                            {
+                                if moved_on {
+                                    out.after.entry(i).or_default().push((j, b));
+                                    out.moved.insert((j, b));
+                                }
+                            }
+                            Block::ToolResult { .. } => {}
+                            _ => other = true,
+                        }
+                    }
+                    moved_on |= other;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The blocks of `places` (message index, block index) in `messages`.
+fn blocks_at<'m>(messages: &'m Messages, places: &[(usize, usize)]) -> Vec<&'m Block> {
+    places
+        .iter()
+        .filter_map(|&(m, b)| messages.get(m)?.content.get(b))
+        .collect()
+}
+
 /// For each assistant message (by index): the ids of its `tool_use` blocks that get the
 /// synthetic result: no `tool_result` for them follows before the conversation goes on (the
 /// next assistant message, or a user message holding more than tool results, or for OpenAI a
@@ -266,7 +368,11 @@ pub const OUTCOME_UNKNOWN: &str =
 /// that some message follows and whose result was replaced away or that has no `tool/call`.
 /// (A tool use in the last message without a `tool/call` is left as it is: its calls may not
 /// be logged yet.)
-fn synthetic_results(messages: &Messages, system_separates: bool) -> HashMap<usize, Vec<String>> {
+fn synthetic_results(
+    messages: &Messages,
+    system_separates: bool,
+    hoisted: &Hoisted,
+) -> HashMap<usize, Vec<String>> {
     let list: Vec<&Message> = messages.iter().collect();
     let in_flight: Vec<(u64, &str)> = messages.in_flight().collect();
     let closed_calls: Vec<(u64, &str)> = messages.closed_unanswered().collect();
@@ -296,6 +402,11 @@ fn synthetic_results(messages: &Messages, system_separates: bool) -> HashMap<usi
             }
             if moved_on {
                 break;
+            }
+        }
+        for block in blocks_at(messages, hoisted.after.get(&i).map_or(&[], Vec::as_slice)) {
+            if let Block::ToolResult { tool_use_id, .. } = block {
+                answered.insert(tool_use_id.as_str());
             }
         }
         let mut ids: Vec<String> = Vec::new();
@@ -561,12 +672,15 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 ///   merged); a `tool_use` `input` that is not an object is wrapped as `{"input": value}`; a
 ///   history whose first message is the assistant's starts with a user message holding
 ///   [`HISTORY_START`]; a call whose step ended without a result gets a synthetic `tool_result`
-///   (`is_error: true`, content [`OUTCOME_UNKNOWN`]) first in the next user message, and a
-///   result that answers no `tool_use` of the assistant message before it becomes a text block,
-///   as for OpenAI.
+///   (`is_error: true`, content [`OUTCOME_UNKNOWN`]) first in the next user message; a result
+///   of a call of the last assistant message that comes after other user content (a message
+///   steering the agent while the tool ran) is moved up, first in the user message after the
+///   call; and a result that answers no `tool_use` of the assistant message before it becomes a
+///   text block, as for OpenAI.
 pub fn render_anthropic(messages: &Messages) -> Value {
-    let synthetic = synthetic_results(messages, false);
-    let orphans = orphan_results(messages, false);
+    let hoisted = hoisted_results(messages, false);
+    let synthetic = synthetic_results(messages, false, &hoisted);
+    let orphans = orphan_results(messages, false, &hoisted);
     let mut system = Vec::new();
     // (role, tool results, the rest) per message, then merged by role.
     let mut rendered: Vec<(Role, Vec<Value>, Vec<Value>)> = Vec::new();
@@ -582,6 +696,9 @@ pub fn render_anthropic(messages: &Messages) -> Value {
         }
         let (mut results, mut rest) = (Vec::new(), Vec::new());
         for (b, block) in message.content.iter().enumerate() {
+            if hoisted.moved.contains(&(index, b)) {
+                continue;
+            }
             let orphan;
             let block = if orphans.contains(&(index, b)) {
                 orphan = orphan_text(block);
@@ -603,6 +720,13 @@ pub fn render_anthropic(messages: &Messages) -> Value {
             }
         }
         rendered.push((message.role, results, rest));
+        if let Some(moved) = hoisted.after.get(&index) {
+            let results = blocks_at(messages, moved)
+                .into_iter()
+                .filter_map(|b| anthropic_block(b, Place::User))
+                .collect();
+            rendered.push((Role::User, results, Vec::new()));
+        }
         if let Some(ids) = synthetic.get(&index) {
             let results = ids
                 .iter()

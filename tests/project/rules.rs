@@ -753,3 +753,52 @@ fn anthropic_describes_the_blocks_it_refuses_where_they_stand() {
     assert!(!text.contains(r#""text":"""#), "{text}");
     assert_accepted("refused blocks", &messages);
 }
+
+/// A user message steering the agent while its tool ran, between the call and its result (in
+/// one open step): both renderings answered the call with the synthetic TOOL_OUTCOME_UNKNOWN
+/// result and showed the real one as text (`[result of tool call c1 …]`), although the step
+/// had not ended without a result (docs/events.md §5). The result now moves up to right after
+/// its call in the renderings; the neutral projection keeps the recorded order.
+#[test]
+fn a_result_after_a_steering_message_is_rendered_right_after_its_call() {
+    let mut log = Log::new();
+    log.turn_start(1);
+    log.user("go");
+    log.step_start(1, 1);
+    log.assistant(
+        1,
+        1,
+        r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
+    );
+    log.tool_call(1, 1, "c1", "ls");
+    log.user("only the src folder, please");
+    log.result(1, 1, "ls", Some("c1"), None);
+    log.step_end(1, 1);
+    log.step_start(1, 2);
+    log.assistant(1, 2, r#"[{"type":"text","text":"done"}]"#);
+    let messages = projection::messages(&log.events).unwrap();
+    let neutral: Vec<String> = messages.iter().map(|m| format!("{:?}", m.role)).collect();
+    assert_eq!(neutral, ["User", "Assistant", "User", "User", "Assistant"]);
+    let openai = render_openai(&messages);
+    let roles: Vec<&str> = openai
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.get("role").and_then(Value::as_str).unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user", "assistant"]);
+    let anthropic = render_anthropic(&messages);
+    let text = format!("{openai} {anthropic}");
+    assert!(!text.contains("TOOL_OUTCOME_UNKNOWN"), "{text}");
+    assert!(!text.contains("[result of tool call"), "{text}");
+    let second = &anthropic.get("messages").unwrap().as_array().unwrap()[2];
+    let kinds: Vec<&str> = second
+        .get("content")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|b| b.get("type").and_then(Value::as_str).unwrap())
+        .collect();
+    assert_eq!(kinds, ["tool_result", "text"], "{anthropic}");
+    assert_accepted("steering between call and result", &messages);
+}
