@@ -7,7 +7,7 @@
 //! event of its own, the unknown type `import/line` (`data.kind` names the line's kind). So
 //! [`export_source`] writes the original file back, byte-identical.
 //!
-//! The events are built by a [`Builder`] that keeps the lifecycle rules of docs/events.md §6: it
+//! The events are built by a `Builder` that keeps the lifecycle rules of docs/events.md §6: it
 //! opens a turn and a step where the source implies one, and closes what the source leaves open
 //! as docs/events.md §7 does (a `TOOL_OUTCOME_UNKNOWN` result for each unanswered call, `step/end`,
 //! `turn/end` with reason `interrupted`), counting each such repair in the [`Summary`].

@@ -383,7 +383,7 @@ impl SessionMeta {
     /// `active`; the damaged file is kept beside it as `session.json.damaged`); a sound file
     /// without a checksum is written again with one; a session without `LOGMETA` gets one from
     /// its sound `session.json`. It holds the session's writer lock while it works (no writer
-    /// may be at work), and fails with [`Error::Locked`] while a writer has the session open.
+    /// may be at work), and fails with [`log::Error::Locked`](crate::log::Error::Locked) while a writer has the session open.
     ///
     /// Fails with [`Error::BrokenMeta`] saying so when `session.json` is broken and there is no
     /// readable `LOGMETA` to rebuild it from.
