@@ -170,7 +170,7 @@ fn single_lines_parse_the_same_way() {
 }
 
 /// A file holding only a UTF-8 BOM was refused as "line 1: blank line", while an empty file is
-/// an empty session and a BOM is accepted on the first line (EVENTS.md §4): it is empty now.
+/// an empty session and a BOM is accepted on the first line (docs/events.md §4): it is empty now.
 #[test]
 fn a_file_holding_only_a_bom_is_empty() {
     let (header, events) = parse_jsonl(&b"\xEF\xBB\xBF"[..]).unwrap();
