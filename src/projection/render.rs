@@ -142,14 +142,7 @@ pub fn render_openai(messages: &Messages) -> Value {
                             ..
                         } => {
                             tool_results += 1;
-                            out.push(object(
-                                vec![
-                                    ("role", "tool".into()),
-                                    ("tool_call_id", tool_use_id.as_str().into()),
-                                    ("content", openai_tool_content(content)),
-                                ],
-                                None,
-                            ));
+                            out.push(tool_message(tool_use_id, openai_tool_content(content)));
                         }
                         other => rest.push(other.clone()),
                     }
@@ -170,25 +163,11 @@ pub fn render_openai(messages: &Messages) -> Value {
                         ..
                     } = block
                     {
-                        out.push(object(
-                            vec![
-                                ("role", "tool".into()),
-                                ("tool_call_id", tool_use_id.as_str().into()),
-                                ("content", openai_tool_content(content)),
-                            ],
-                            None,
-                        ));
+                        out.push(tool_message(tool_use_id, openai_tool_content(content)));
                     }
                 }
                 for id in synthetic.get(&index).into_iter().flatten() {
-                    out.push(object(
-                        vec![
-                            ("role", "tool".into()),
-                            ("tool_call_id", id.as_str().into()),
-                            ("content", OUTCOME_UNKNOWN.into()),
-                        ],
-                        None,
-                    ));
+                    out.push(tool_message(id, OUTCOME_UNKNOWN.into()));
                 }
             }
         }
@@ -433,6 +412,18 @@ fn synthetic_results(
         }
     }
     out
+}
+
+/// An OpenAI tool message: the result of the call `id`.
+fn tool_message(id: &str, content: Value) -> Value {
+    object(
+        vec![
+            ("role", "tool".into()),
+            ("tool_call_id", id.into()),
+            ("content", content),
+        ],
+        None,
+    )
 }
 
 fn chat_message(role: &str, content: Value) -> Value {

@@ -348,6 +348,30 @@ fn claude_code_bare_strings_among_blocks_are_text() {
     );
 }
 
+/// The derived history as JSON, and each of its blocks as `"<role> <show(block)>"`.
+fn block_shapes(
+    r: &agentlog::session::SessionReader,
+    show: impl Fn(&serde_json::Value) -> String,
+) -> (serde_json::Value, Vec<String>) {
+    let history: serde_json::Value =
+        serde_json::from_str(&r.messages().unwrap().to_value().to_string()).unwrap();
+    let shape = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| {
+            let role = m["role"].as_str().unwrap();
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| format!("{role} {}", show(b)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    (history, shape)
+}
+
 /// Older Claude Code versions (2.1.3x) record a message the user typed while the agent worked,
 /// and which the running turn took in, only as the queue's `enqueue` (with the text) and a
 /// `remove` without it; a background task's notification waits in the same queue but comes as
@@ -402,22 +426,12 @@ fn claude_code_queue_removes_of_older_versions_reach_the_history() {
     let store = Store::open(dir.path().join("store")).unwrap();
     import_keep_open(&store, &file, false);
     let r = reader(&store, "claude-qo");
-    let history: serde_json::Value =
-        serde_json::from_str(&r.messages().unwrap().to_value().to_string()).unwrap();
-    let shape: Vec<String> = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| {
-            let role = m["role"].as_str().unwrap().to_owned();
-            m["content"].as_array().unwrap().iter().map(move |b| {
-                format!(
-                    "{role} {}",
-                    b["text"].as_str().unwrap_or(b["type"].as_str().unwrap())
-                )
-            })
-        })
-        .collect();
+    let (history, shape) = block_shapes(&r, |b| {
+        b["text"]
+            .as_str()
+            .unwrap_or(b["type"].as_str().unwrap())
+            .to_owned()
+    });
     assert_eq!(
         shape,
         [
@@ -461,21 +475,7 @@ fn claude_code_queued_messages_reach_the_history() {
     let store = Store::open(dir.path().join("store")).unwrap();
     import_keep_open(&store, &file, false);
     let r = reader(&store, "claude-qc");
-    let history: serde_json::Value =
-        serde_json::from_str(&r.messages().unwrap().to_value().to_string()).unwrap();
-    let shape: Vec<String> = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| {
-            let role = m["role"].as_str().unwrap().to_owned();
-            m["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(move |b| format!("{role} {}", b["type"].as_str().unwrap()))
-        })
-        .collect();
+    let (history, shape) = block_shapes(&r, |b| b["type"].as_str().unwrap().to_owned());
     assert_eq!(
         shape,
         [
