@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::event::Value;
 
 use super::claude_queue::{Queue, Taken};
-use super::{get, get_str, js, parse_time, text_block, Builder, Format, SrcLine};
+use super::{get, get_str, js, parse_time, resume_strings, text_block, Builder, Format, SrcLine};
 
 /// Text markers of user-role lines that are not typed prompts.
 const INJECTED: &[&str] = &[
@@ -289,17 +289,7 @@ pub(crate) fn build(
     };
     // The "Warmup" lines met (their `uuid`s, in order), the last ones of an earlier run too: a
     // Warmup answer may come in the run after its prompt.
-    let mut warmup: Vec<String> = b
-        .resume_in
-        .as_ref()
-        .and_then(|r| get(r, "warmup"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|u| u.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut warmup = resume_strings(b.resume_in.as_ref(), "warmup");
     for (i, line) in lines.iter().enumerate() {
         st.line = i;
         let Some(v) = &line.value else {

@@ -10,7 +10,7 @@
 
 use crate::event::Value;
 
-use super::{get, get_str};
+use super::{get_str, resume_strings};
 
 /// Which record said that a queued message reached the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,17 +37,8 @@ const MAX_WAITING: usize = 64;
 impl Queue {
     /// The queue an earlier run of the file ended with (its resume state's `queue`).
     pub(crate) fn resumed(resume: Option<&Value>) -> Queue {
-        let waiting = resume
-            .and_then(|r| get(r, "queue"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|t| t.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
         Queue {
-            waiting,
+            waiting: resume_strings(resume, "queue"),
             written: Vec::new(),
         }
     }

@@ -12,9 +12,9 @@ use crate::event::Value;
 
 use super::{get, get_str, js, parse_time, text_block, Builder, SrcLine};
 
-/// Text markers of user-role messages Codex injects (context, not typed prompts). `# AGENTS.md
-/// instructions` is the heading Codex puts before the text of the user's project's `AGENTS.md`
-/// (a file of theirs, not of this repository).
+/// Text markers of user-role messages Codex injects (context, not typed prompts). The one
+/// starting with `#` is the heading Codex puts before the instructions file of the user's
+/// project (a marker matched in their transcripts, not a file of this repository).
 const INJECTED: &[&str] = &[
     "<environment_context>",
     "<user_instructions>",

@@ -197,6 +197,20 @@ pub(crate) fn get_str<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
     get(v, name).and_then(Value::as_str)
 }
 
+/// The strings of the array member `name` of a format's saved resume state (empty when there
+/// is no state, no such member, or it is not an array; other items are passed over).
+pub(crate) fn resume_strings(resume: Option<&Value>, name: &str) -> Vec<String> {
+    resume
+        .and_then(|r| get(r, name))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A JSON string literal.
 pub(crate) fn js(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

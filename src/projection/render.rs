@@ -189,16 +189,7 @@ fn orphan_results(
     let mut open: Vec<&str> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         match m.role {
-            Role::Assistant => {
-                open = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Block::ToolUse { id, .. } => Some(id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-            }
+            Role::Assistant => open = tool_use_ids(m),
             Role::System if system_separates => open.clear(),
             Role::System => {}
             Role::User => {
@@ -288,14 +279,7 @@ fn hoisted_results(messages: &Messages, system_separates: bool) -> Hoisted {
         if m.role != Role::Assistant {
             continue;
         }
-        let uses: Vec<&str> = m
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, .. } => Some(id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let uses = tool_use_ids(m);
         if uses.is_empty() {
             continue;
         }
@@ -328,6 +312,17 @@ fn hoisted_results(messages: &Messages, system_separates: bool) -> Hoisted {
         }
     }
     out
+}
+
+/// The ids of a message's `tool_use` blocks, in order.
+fn tool_use_ids(m: &Message) -> Vec<&str> {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The blocks of `places` (message index, block index) in `messages`.
@@ -836,6 +831,11 @@ fn described(block: &Block) -> Value {
 /// message, a `tool_result` in an assistant message or inside another result, an unknown
 /// type) is [`described`] in a text block.
 fn anthropic_block(block: &Block, place: Place) -> Option<Value> {
+    // An OpenAI image part, as Anthropic's `image` block (converted once, here).
+    let image = match block {
+        Block::Other(map) => anthropic_image(map),
+        _ => None,
+    };
     let refused = match (block, place) {
         (Block::Text { .. }, _) => false,
         (Block::Reasoning { .. }, Place::System | Place::ToolResult) => return None,
@@ -843,7 +843,7 @@ fn anthropic_block(block: &Block, place: Place) -> Option<Value> {
         (Block::ToolUse { .. }, Place::User | Place::ToolResult) => true,
         (Block::ToolResult { .. }, Place::Assistant | Place::ToolResult) => true,
         (Block::Other(map), _) => {
-            let kind = anthropic_image(map)
+            let kind = image
                 .as_ref()
                 .and(Some("image"))
                 .or_else(|| map.get("type").and_then(Value::as_str))
@@ -925,7 +925,7 @@ fn anthropic_block(block: &Block, place: Place) -> Option<Value> {
             ],
             Some(extra),
         ),
-        Block::Other(map) => anthropic_image(map).unwrap_or_else(|| Value::Object(map.clone())),
+        Block::Other(map) => image.unwrap_or_else(|| Value::Object(map.clone())),
     })
 }
 
