@@ -742,6 +742,11 @@ fn archive_refuses_a_session_with_a_missing_segment() {
     assert!(verify.stdout.contains(&missing), "{}", verify.stdout);
 }
 
+/// The bytes of each of `files`.
+fn contents(files: &[PathBuf]) -> Vec<Vec<u8>> {
+    files.iter().map(|f| std::fs::read(f).unwrap()).collect()
+}
+
 /// Flips one bit in the payload of the second record of `seg` (its records are `size`-byte
 /// events: the byte 200 is inside the second one's text for the sizes used here).
 fn flip_in_second_record(seg: &Path) {
@@ -761,11 +766,11 @@ fn recover_refuses_damage_inside_a_sealed_segment() {
     let segs = segments(&dir);
     assert!(segs.len() >= 3, "{segs:?}");
     flip_in_second_record(&segs[1]);
-    let before: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    let before = contents(&segs);
     let seg_name = segs[1].file_name().unwrap().to_str().unwrap();
     let run = cli.run(&["recover", "s"]);
     fails_naming(&run, &[seg_name, "offset", "--salvage"]);
-    let after: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    let after = contents(&segs);
     assert!(before == after, "recover changed a segment");
     assert!(!dir.join("damaged").exists());
     // The salvage it names keeps the events before the damage, and the session is sound.
@@ -785,10 +790,10 @@ fn archive_refuses_damage_inside_a_sealed_segment_and_changes_nothing() {
     flip_in_second_record(&segs[1]);
     let seg_name = segs[1].file_name().unwrap().to_str().unwrap();
     let meta = std::fs::read(dir.join("session.json")).unwrap();
-    let before: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    let before = contents(&segs);
     fails_naming(&cli.run(&["archive", "s"]), &[seg_name, "offset"]);
     assert_eq!(std::fs::read(dir.join("session.json")).unwrap(), meta);
-    let after: Vec<Vec<u8>> = segs.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    let after = contents(&segs);
     assert!(before == after, "archive changed a segment");
     for s in &segs {
         assert!(

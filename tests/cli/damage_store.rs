@@ -20,6 +20,18 @@ fn header_line(name: &str) -> String {
         .to_string()
 }
 
+/// The header `export --header` gives for session `id` (imported from the coding-session
+/// example) is the example's, with its id.
+#[track_caller]
+fn assert_header_is_the_examples(cli: &Cli, id: &str) {
+    let export = cli.run(&["export", "--header", id]);
+    let first = export.ok().lines().next().unwrap().to_string();
+    assert_eq!(
+        first,
+        header_line("coding-session").replace("\"sess-0001\"", &format!("{id:?}"))
+    );
+}
+
 /// A store with sessions a, b, c, d imported from the same example.
 fn four_sessions() -> Cli {
     let cli = Cli::new();
@@ -129,12 +141,7 @@ fn recover_rebuilds_session_json_from_logmeta() {
             stdout.contains("rebuilt") && stdout.contains("state active"),
             "{stdout}"
         );
-        let export = cli.run(&["export", "--header", id]);
-        let first = export.ok().lines().next().unwrap().to_string();
-        assert_eq!(
-            first,
-            header_line("coding-session").replace("\"sess-0001\"", &format!("{id:?}"))
-        );
+        assert_header_is_the_examples(&cli, id);
         cli.run(&["verify", id]).ok();
     }
     assert!(cli.session_dir("b").join("session.json.damaged").exists());
@@ -174,12 +181,7 @@ fn recover_rewrites_a_damaged_logmeta_from_a_sound_session_json() {
     // The rebuilt LOGMETA rebuilds session.json as the original would have.
     std::fs::remove_file(dir.join("session.json")).unwrap();
     cli.run(&["recover", "a"]).ok();
-    let export = cli.run(&["export", "--header", "a"]);
-    let first = export.ok().lines().next().unwrap().to_string();
-    assert_eq!(
-        first,
-        header_line("coding-session").replace("\"sess-0001\"", "\"a\"")
-    );
+    assert_header_is_the_examples(&cli, "a");
     cli.run(&["verify", "a"]).ok();
 }
 
@@ -201,12 +203,7 @@ fn another_sessions_session_json_is_named_and_rebuilt() {
     );
     let out = cli.run(&["recover", "a"]);
     assert!(out.ok().contains("rebuilt"), "{}", out.stdout);
-    let export = cli.run(&["export", "--header", "a"]);
-    let first = export.ok().lines().next().unwrap().to_string();
-    assert_eq!(
-        first,
-        header_line("coding-session").replace("\"sess-0001\"", "\"a\"")
-    );
+    assert_header_is_the_examples(&cli, "a");
     cli.run(&["verify", "a"]).ok();
     assert!(cli.session_dir("a").join("session.json.damaged").exists());
 }

@@ -10,7 +10,8 @@ use agentlog::redact::{Mode, Redactor, BUILTIN_RULES};
 use agentlog::store::StoreConfig;
 use secrets_common::{look_alikes, plant, Rng, RULES};
 
-fn all() -> Redactor {
+/// Every built-in rule (`credentials` and `pii`), replace mode.
+pub(crate) fn all() -> Redactor {
     Redactor::new(
         &["credentials".into(), "pii".into()],
         &[],

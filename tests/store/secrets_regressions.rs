@@ -4,15 +4,7 @@
 use agentlog::event::parse_event_line;
 use agentlog::redact::{Mode, Redactor};
 
-fn all() -> Redactor {
-    Redactor::new(
-        &["credentials".into(), "pii".into()],
-        &[],
-        Mode::Replace,
-        None,
-    )
-    .unwrap()
-}
+use crate::secrets_corpus::all;
 
 fn redacted(r: &Redactor, text: &str) -> String {
     let mut s = text.to_owned();
