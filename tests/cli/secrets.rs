@@ -102,8 +102,43 @@ fn secrets_reports_each_finding_and_exits_1() {
     assert_eq!(only.stdout.lines().count(), 1);
     cli.run(&["create", "--id", "clean"]).ok();
     cli.run(&["secrets", "clean"]).ok();
+    // A scan that cannot be made is exit 2, never "found" (1) nor "clean" (0).
     let bad = cli.run(&["secrets", "s", "--rules", "nope"]);
-    assert!(bad.fails(1).contains("nope"));
+    assert!(bad.fails(2).contains("nope"));
+    assert!(cli
+        .run(&["secrets", "missing"])
+        .fails(2)
+        .contains("missing"));
+}
+
+/// `secrets --all` stopped at the first session it could not read, and said so with exit 1,
+/// the code of "secrets found": a script could not tell a leak from a damaged session, and
+/// the sessions after it were never scanned. Now the damaged one is named and skipped, the
+/// others are scanned and reported, and the exit code is 2.
+#[test]
+fn secrets_names_an_unreadable_session_scans_the_others_and_exits_2() {
+    let (cli, secrets) = setup(RULES.len(), 0, "");
+    cli.run(&["create", "--id", "a-damaged"]).ok();
+    cli.run_with(
+        &["append", "a-damaged"],
+        session_lines(1, &secrets, 3).as_bytes(),
+    )
+    .ok();
+    let seg = testkit::segments(&cli.session_dir("a-damaged"))[0].clone();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    // Inside the records (the segment header is 64 bytes): the checksum no longer matches.
+    bytes[200] ^= 0x20;
+    std::fs::write(&seg, bytes).unwrap();
+    let run = cli.run(&["secrets", "--all"]);
+    let stderr = run.fails(2);
+    assert!(stderr.contains("a-damaged"), "{stderr}");
+    assert!(
+        stderr.contains("1 session could not be scanned"),
+        "{stderr}"
+    );
+    // "s" comes after the damaged session and is still scanned.
+    assert_eq!(run.stdout.lines().count(), RULES.len(), "{}", run.stdout);
+    cli.run(&["secrets", "s"]).fails(1);
 }
 
 #[test]

@@ -21,6 +21,9 @@ the custom rules of the store's agentlog.toml ([redact.custom], always on). See 
 
 /// Scan sessions for secrets and personal data; exit 1 when anything is found
 ///
+/// Exit codes: 0 nothing found, 1 something found, 2 the scan could not be completed (a
+/// session that cannot be read is named on stderr and skipped; the others are scanned).
+///
 /// Prints one line per finding: the session, the seq (or `header` for the session's metadata),
 /// where in the event (`data.content[0].text`), the rule and a masked preview (never more than
 /// the first 4 characters). Default rules: the store's [redact] rules, else credentials and pii.
@@ -145,14 +148,40 @@ fn ids(store: &Store, ids: Vec<String>, all: bool) -> Result<Vec<String>> {
     }
 }
 
-/// `agentlog secrets`.
+/// The exit code of `secrets` when the scan could not be completed (a session that cannot be
+/// read, a store that cannot be opened, bad `--rules`): 2, as grep, so that a script can tell
+/// "secrets found" (1) from "not scanned" (2).
+const SCAN_ERROR: u8 = 2;
+
+/// `agentlog secrets`: exit 0 when nothing is found, 1 when anything is, 2 when the scan could
+/// not be completed (the sessions that could be read are still scanned and reported).
 pub fn run_scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
+    match scan(ctx, a) {
+        Ok(code) => Ok(code),
+        Err(e) if crate::broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Ok(ExitCode::from(SCAN_ERROR))
+        }
+    }
+}
+
+fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
     let store = store(ctx)?;
     let r = redactor(&store, a.rules.as_deref())?;
     let mut found = 0usize;
+    let mut unread = 0usize;
     let paint = Paint::stdout();
     for id in ids(&store, a.ids, a.all)? {
-        let findings = store.scan_secrets(&id, &r).map_err(|e| explain(e, &id))?;
+        let findings = match store.scan_secrets(&id, &r) {
+            Ok(f) => f,
+            Err(e) => {
+                // Named and skipped: the other sessions are still scanned.
+                eprintln!("error: {:#}", explain(e, &id));
+                unread += 1;
+                continue;
+            }
+        };
         for f in findings {
             found += 1;
             if a.json {
@@ -178,7 +207,13 @@ pub fn run_scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
     if !a.json {
         eprintln!("{found} finding{}", if found == 1 { "" } else { "s" });
     }
-    Ok(if found > 0 {
+    Ok(if unread > 0 {
+        eprintln!(
+            "{unread} session{} could not be scanned",
+            if unread == 1 { "" } else { "s" }
+        );
+        ExitCode::from(SCAN_ERROR)
+    } else if found > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
