@@ -70,7 +70,8 @@ enum Check {
     Luhn,
     /// An e-mail address, not a Git remote's `git@host` (`git@github.com:owner/repo.git`).
     Email,
-    /// A phone number: 10 to 15 digits.
+    /// A phone number: 10 to 15 digits. Without `+` or parentheses, only `NXX-NXX-XXXX` or
+    /// `NXX.NXX.XXXX` (the same separator twice): `250 300 1200` is a run of numbers.
     Phone,
 }
 
@@ -180,7 +181,7 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "phone",
         set: "pii",
-        pattern: r"(?:^|[^\w+])(\+[1-9]\d{0,2}[ .-]?(?:\(\d{1,4}\)|\d{1,4})(?:[ .-]?\d{2,4}){2,4}|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4}|\b[2-9]\d{2}[ .-]\d{3}[ .-]\d{4})\b",
+        pattern: r"(?:^|[^\w+])(\+[1-9]\d{0,2}[ .-]?(?:\(\d{1,4}\)|\d{1,4})(?:[ .-]?\d{2,4}){2,4}|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4}|\b[2-9]\d{2}-[2-9]\d{2}-\d{4}|\b[2-9]\d{2}\.[2-9]\d{2}\.\d{4})\b",
         check: Check::Phone,
     },
 ];

@@ -159,3 +159,27 @@ fn url_passwords_with_at_and_git_remotes() {
         "mail [REDACTED:email]"
     );
 }
+
+/// Three space-separated numbers (`sizes 250 300 1200`, a column of figures) were taken for a
+/// North American phone number and destroyed. A number without `+` or parentheses is now one
+/// only with the same `-` or `.` between its groups and a valid exchange (2–9 first).
+#[test]
+fn runs_of_numbers_are_not_phone_numbers() {
+    let r = all();
+    for text in [
+        "widths 250 300 1200 px",
+        "retry after 250 300 1200 ms",
+        "ids 415-155-2671 and 415-555.2671",
+    ] {
+        assert_eq!(redacted(&r, text), text);
+    }
+    for (text, want) in [
+        ("call 415-555-2671 now", "call [REDACTED:phone] now"),
+        ("call 415.555.2671 now", "call [REDACTED:phone] now"),
+        ("call (415) 555-2671 now", "call [REDACTED:phone] now"),
+        ("call +1 415 555 2671 now", "call [REDACTED:phone] now"),
+        ("call +44 20 7946 0958 now", "call [REDACTED:phone] now"),
+    ] {
+        assert_eq!(redacted(&r, text), want);
+    }
+}
