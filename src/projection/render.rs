@@ -111,7 +111,9 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 ///   (and a tool use some message follows whose result is not in the history, replaced away,
 ///   say) gets a synthetic `tool` message right after the assistant message, content
 ///   [`OUTCOME_UNKNOWN`] (docs/events.md §7). Calls still running in an open step are left as they
-///   are. A result of a call of the last assistant message that comes after other content (a
+///   are while only results follow them; once other content follows (a user message steering
+///   the agent while the tool runs), each gets a synthetic tool message saying it has no
+///   result yet (`TOOL_OUTCOME_UNKNOWN: … yet (it is still running)`). A result of a call of the last assistant message that comes after other content (a
 ///   user message steering the agent while the tool ran, a system message) is moved up to a
 ///   tool message right after the call. A tool result that answers no `tool_calls` entry just
 ///   before it becomes user text, `[result of tool call ID (NAME): TEXT]`.
@@ -166,8 +168,8 @@ pub fn render_openai(messages: &Messages) -> Value {
                         out.push(tool_message(tool_use_id, openai_tool_content(content)));
                     }
                 }
-                for id in synthetic.get(&index).into_iter().flatten() {
-                    out.push(tool_message(id, OUTCOME_UNKNOWN.into()));
+                for (id, outcome) in synthetic.get(&index).into_iter().flatten() {
+                    out.push(tool_message(id, (*outcome).into()));
                 }
             }
         }
@@ -259,6 +261,14 @@ pub const HISTORY_START: &str = "(the conversation starts with the assistant's m
 pub const OUTCOME_UNKNOWN: &str =
     "TOOL_OUTCOME_UNKNOWN: the history holds no result for this tool call (its step ended without one)";
 
+/// The content of the synthetic result a rendering gives a call still in flight (its step
+/// open, no result yet) that other content follows: a user message steering the agent while
+/// the tool runs. Providers refuse a tool use without its result before the conversation goes
+/// on, and the outcome is not known yet; when the result is logged, it takes this one's place
+/// (moved up right after the call, [`Hoisted`]).
+const OUTCOME_PENDING: &str =
+    "TOOL_OUTCOME_UNKNOWN: the history holds no result for this tool call yet (it is still running)";
+
 /// Results that answer a `tool_use` of an assistant message but come after other content
 /// before the next assistant message (a user message steering the agent while its tool ran,
 /// or for OpenAI a system message): providers want a call's result right after it, so the
@@ -333,20 +343,22 @@ fn blocks_at<'m>(messages: &'m Messages, places: &[(usize, usize)]) -> Vec<&'m B
         .collect()
 }
 
-/// For each assistant message (by index): the ids of its `tool_use` blocks that get the
-/// synthetic result: no `tool_result` for them follows before the conversation goes on (the
-/// next assistant message, or a user message holding more than tool results, or for OpenAI a
-/// system message), and their call is not in flight ([`Messages::in_flight`]: made after the
-/// message, unanswered, in a step still open, its tool perhaps running). So a call whose step
-/// ended without a result ([`Messages::closed_unanswered`]) gets one, and so does a tool use
-/// that some message follows and whose result was replaced away or that has no `tool/call`.
-/// (A tool use in the last message without a `tool/call` is left as it is: its calls may not
-/// be logged yet.)
+/// For each assistant message (by index): the ids of its `tool_use` blocks that get a
+/// synthetic result, with its content: no `tool_result` for them follows before the
+/// conversation goes on (the next assistant message, or a user message holding more than tool
+/// results, or for OpenAI a system message). A call whose step ended without a result
+/// ([`Messages::closed_unanswered`]) gets [`OUTCOME_UNKNOWN`], and so does a tool use that some
+/// message follows and whose result was replaced away or that has no `tool/call`. A call in
+/// flight ([`Messages::in_flight`]: made after the message, unanswered, in a step still open,
+/// its tool perhaps running) gets [`OUTCOME_PENDING`] only once the conversation went on after
+/// it (a user message steering the agent); while only its siblings' results follow, it is
+/// left as it is. (A tool use in the last message without a `tool/call` is left as it is: its
+/// calls may not be logged yet.)
 fn synthetic_results(
     messages: &Messages,
     system_separates: bool,
     hoisted: &Hoisted,
-) -> HashMap<usize, Vec<String>> {
+) -> HashMap<usize, Vec<(String, &'static str)>> {
     let list: Vec<&Message> = messages.iter().collect();
     let in_flight: Vec<(u64, &str)> = messages.in_flight().collect();
     let closed_calls: Vec<(u64, &str)> = messages.closed_unanswered().collect();
@@ -356,6 +368,7 @@ fn synthetic_results(
             continue;
         }
         let mut answered = HashSet::new();
+        let mut went_on = false;
         for later in &list[i + 1..] {
             let mut moved_on = false;
             match later.role {
@@ -375,6 +388,7 @@ fn synthetic_results(
                 Role::System => moved_on = system_separates,
             }
             if moved_on {
+                went_on = true;
                 break;
             }
         }
@@ -383,9 +397,12 @@ fn synthetic_results(
                 answered.insert(tool_use_id.as_str());
             }
         }
-        let mut ids: Vec<String> = Vec::new();
+        let mut ids: Vec<(String, &'static str)> = Vec::new();
         for b in &m.content {
             if let Block::ToolUse { id, .. } = b {
+                if answered.contains(id.as_str()) || ids.iter().any(|(i, _)| i == id) {
+                    continue;
+                }
                 let flying = in_flight
                     .iter()
                     .any(|&(seq, c)| c == id.as_str() && seq > m.source_seq);
@@ -393,12 +410,12 @@ fn synthetic_results(
                     .iter()
                     .any(|&(seq, c)| c == id.as_str() && seq > m.source_seq);
                 let followed = i + 1 < list.len();
-                if !answered.contains(id.as_str())
-                    && !flying
-                    && (closed || followed)
-                    && !ids.contains(id)
-                {
-                    ids.push(id.clone());
+                if flying {
+                    if went_on {
+                        ids.push((id.clone(), OUTCOME_PENDING));
+                    }
+                } else if closed || followed {
+                    ids.push((id.clone(), OUTCOME_UNKNOWN));
                 }
             }
         }
@@ -658,7 +675,8 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 ///   merged); a `tool_use` `input` that is not an object is wrapped as `{"input": value}`; a
 ///   history whose first message is the assistant's starts with a user message holding
 ///   [`HISTORY_START`]; a call whose step ended without a result gets a synthetic `tool_result`
-///   (`is_error: true`, content [`OUTCOME_UNKNOWN`]) first in the next user message; a result
+///   (`is_error: true`, content [`OUTCOME_UNKNOWN`]) first in the next user message, and so
+///   does a call still running that other content follows (content: no result yet); a result
 ///   of a call of the last assistant message that comes after other user content (a message
 ///   steering the agent while the tool ran) is moved up, first in the user message after the
 ///   call; and a result that answers no `tool_use` of the assistant message before it becomes a
@@ -716,12 +734,12 @@ pub fn render_anthropic(messages: &Messages) -> Value {
         if let Some(ids) = synthetic.get(&index) {
             let results = ids
                 .iter()
-                .map(|id| {
+                .map(|(id, outcome)| {
                     object(
                         vec![
                             ("type", "tool_result".into()),
                             ("tool_use_id", id.as_str().into()),
-                            ("content", OUTCOME_UNKNOWN.into()),
+                            ("content", (*outcome).into()),
                             ("is_error", Value::Bool(true)),
                         ],
                         None,

@@ -802,3 +802,58 @@ fn a_result_after_a_steering_message_is_rendered_right_after_its_call() {
     assert_eq!(kinds, ["tool_result", "text"], "{anthropic}");
     assert_accepted("steering between call and result", &messages);
 }
+
+/// A user message steering the agent while a tool still ran (its step open, no result yet):
+/// the call was left unanswered in the renderings, followed by the user message, which both
+/// providers refuse (docs/events.md §5: a rendering is always a request the provider
+/// accepts). The call now gets a synthetic error result saying it has no result yet; once
+/// the real result is logged, it takes that place. While only the results of its sibling
+/// calls follow, nothing is added (the agent waits for the tool).
+#[test]
+fn a_call_still_running_that_a_steering_message_follows_gets_a_pending_result() {
+    let mut log = Log::new();
+    log.turn_start(1);
+    log.user("go");
+    log.step_start(1, 1);
+    log.assistant(
+        1,
+        1,
+        r#"[{"type":"tool_use","id":"c1","name":"build","input":{}},{"type":"tool_use","id":"c2","name":"ls","input":{}}]"#,
+    );
+    log.tool_call(1, 1, "c1", "build");
+    log.tool_call(1, 1, "c2", "ls");
+    log.result(1, 1, "ls", Some("c2"), None);
+    let waiting = projection::messages(&log.events).unwrap();
+    let text = format!("{} {}", render_openai(&waiting), render_anthropic(&waiting));
+    assert!(!text.contains("TOOL_OUTCOME_UNKNOWN"), "{text}");
+
+    log.user("skip the tests");
+    let messages = projection::messages(&log.events).unwrap();
+    assert_accepted("a call running when the user steered", &messages);
+    let openai = render_openai(&messages);
+    let tool_ids: Vec<&str> = openai
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.get("tool_call_id").and_then(Value::as_str))
+        .collect();
+    assert_eq!(tool_ids, ["c1", "c2"], "{openai}");
+    let pending = openai.as_array().unwrap()[2].get("content").unwrap();
+    assert!(
+        pending.as_str().unwrap().contains("still running"),
+        "{openai}"
+    );
+    let anthropic = render_anthropic(&messages).to_string();
+    assert!(anthropic.contains("still running"), "{anthropic}");
+
+    // The real result, logged after the steering message, replaces the pending one.
+    log.result(1, 1, "build", Some("c1"), None);
+    let answered = projection::messages(&log.events).unwrap();
+    assert_accepted("the running call answered", &answered);
+    let text = format!(
+        "{} {}",
+        render_openai(&answered),
+        render_anthropic(&answered)
+    );
+    assert!(!text.contains("TOOL_OUTCOME_UNKNOWN"), "{text}");
+}
