@@ -405,6 +405,7 @@ impl Session {
     fn append_one_locked(&self, inner: &mut Inner, draft: Draft) -> Result<Option<u64>> {
         let kind = draft.event.data.event_type();
         if !self.keep_raw_chunks && kind == Some(EventType::AssistantChunk) {
+            check_dropped(&inner.lifecycle, draft)?;
             return Ok(None);
         }
         let mut event = draft.event;
@@ -514,14 +515,15 @@ impl Session {
         let mut seqs = Vec::with_capacity(drafts.len());
         for draft in drafts {
             let kind = draft.event.data.event_type();
-            if !self.keep_raw_chunks && kind == Some(EventType::AssistantChunk) {
-                seqs.push(None);
-                continue;
-            }
             let (lifecycle, projector) = match &mut scratch {
                 Some((l, p)) => (l, p),
                 None => (&mut inner.lifecycle, &mut inner.projector),
             };
+            if !self.keep_raw_chunks && kind == Some(EventType::AssistantChunk) {
+                check_dropped(lifecycle, draft)?;
+                seqs.push(None);
+                continue;
+            }
             let mut event = draft.event;
             if let Some(r) = &self.redact {
                 r.redact_event(&mut event);
@@ -858,6 +860,24 @@ fn surface_error(
         open: lifecycle.open_state(),
         detail: e.to_string(),
     }))
+}
+
+/// The checks of an `assistant/chunk` the session does not keep
+/// ([`SessionOptions::keep_raw_chunks`] off): it is refused where a kept one would be (a given
+/// seq that is not the next one, no step open, another turn or step, a `sourceEventSeqs` that
+/// names no earlier event), and written nowhere when it passes. It would have had the next seq.
+fn check_dropped(lifecycle: &Lifecycle, draft: Draft) -> Result<()> {
+    let mut event = draft.event;
+    event.seq = lifecycle.len();
+    if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
+        let f = Facts {
+            seq: given,
+            ..Facts::of(&event)
+        };
+        lifecycle.check(&f)?;
+    }
+    lifecycle.check(&Facts::of(&event))?;
+    Ok(())
 }
 
 /// The shape rules the types cannot state, for events built in code (the JSONL codec refuses

@@ -440,6 +440,49 @@ fn chunks_are_dropped_when_raw_chunks_are_not_kept() {
     assert_eq!(s.len(), 3);
 }
 
+/// A chunk the session does not keep was dropped before any check: a chunk outside the open
+/// step, of another turn, with a given seq that is not the next one or with a source that is
+/// not an earlier event was acknowledged, where a session keeping chunks refuses it
+/// (docs/events.md §6: every append is checked). It is now refused the same way, alone and in
+/// a batch, and nothing is written.
+#[test]
+fn chunks_not_kept_are_still_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SessionOptions {
+        keep_raw_chunks: false,
+        ..SessionOptions::default()
+    };
+    let s = Session::create(dir.path().join("s"), SessionMeta::new("s", 0), opts).unwrap();
+    let chunk = |turn: u64, extra: &str| {
+        format!(
+            r#"{{"type":"assistant/chunk"{extra},"data":{{"turn":{turn},"step":1,"chunk":{{"type":"text-delta","text":"x"}}}}}}"#
+        )
+    };
+    let rule = |line: &str| {
+        s.append_draft(d(line))
+            .unwrap_err()
+            .lifecycle()
+            .unwrap()
+            .rule
+    };
+    assert_eq!(rule(&chunk(1, "")), Rule::InsideOpenStep);
+    s.append_draft(d(TS1)).unwrap();
+    s.append_draft(d(SS11)).unwrap();
+    assert_eq!(rule(&chunk(2, "")), Rule::InsideOpenStep);
+    assert_eq!(rule(&chunk(1, r#","seq":7"#)), Rule::SeqIsLength);
+    assert_eq!(
+        rule(&chunk(1, r#","sourceEventSeqs":[99]"#)),
+        Rule::SourcesBeforeEvent
+    );
+    let err = s
+        .append_drafts(vec![d(&chunk(1, "")), d(&chunk(3, ""))])
+        .unwrap_err();
+    assert_eq!(err.lifecycle().unwrap().rule, Rule::InsideOpenStep);
+    // The next seq, given, is accepted, and nothing was written by the refusals.
+    assert_eq!(s.append_draft(d(&chunk(1, r#","seq":2"#))).unwrap(), None);
+    assert_eq!(s.len(), 2);
+}
+
 #[test]
 fn archived_sessions_refuse_appends() {
     let t = session();
