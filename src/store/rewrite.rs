@@ -11,9 +11,11 @@
 //! are derived again), nor is a `damaged/` folder of salvaged files.
 //!
 //! Forks share sealed segments with their parent through hard links: a rewritten session's old
-//! segment would stay on disk in every session linking it. So the sessions that share a file with
-//! the session rewritten are rewritten too (redaction: with the same rules; purge: the same seqs,
-//! where their events are the same), and named in the report.
+//! segment would stay on disk in every session linking it. So redaction rewrites the sessions
+//! that share a file with the session, or were forked from it, with the same rules, and names
+//! them in the report. A purge changes one session's history and the histories copied from it:
+//! the sessions forked from it (and their forks) get the same seqs purged where their events are
+//! the same; the session it was forked from keeps its own (a shared segment stays its file).
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
@@ -130,6 +132,13 @@ impl Position {
             _ => (self.turn, self.step),
         }
     }
+}
+
+/// Events a purge leaves as they are: tombstones (purging one again would replace its record
+/// of the type it was) and the audit events of earlier purges (the record that they happened).
+fn kept_by_purge(e: &Event) -> bool {
+    matches!(&e.data, EventData::Unknown(u)
+        if u.type_name == TOMBSTONE_TYPE || u.type_name == PURGE_AUDIT_TYPE)
 }
 
 /// The tombstone of `e` (docs/events.md §9): the structure events keep their type and numbers
@@ -265,10 +274,12 @@ impl Store {
 
     /// Purges `range` of session `id`: each event becomes a tombstone keeping seq, time, type,
     /// turn and step (docs/events.md §9), an `audit/purge` event is appended, and the session is
-    /// rewritten as the module docs say (sessions sharing a segment with it get the same seqs
-    /// purged where their events are the same). Fails while a writer has one open, and when the
-    /// purge would leave the log invalid (a result whose call was purged, a later replace naming
-    /// a purged message): nothing changes then.
+    /// rewritten as the module docs say (the sessions forked from it get the same seqs purged
+    /// where their events are the same; the session it was forked from is never changed).
+    /// Tombstones and earlier `audit/purge` events in the range are left as they are; a range
+    /// with nothing else to purge rewrites nothing (no report, no audit event). Fails while a
+    /// writer has one open, and when the purge would leave the log invalid (a result whose call
+    /// was purged, a later replace naming a purged message): nothing changes then.
     pub fn purge(&self, id: &str, range: PurgeRange) -> Result<Vec<RewriteReport>> {
         let reader = self.open_reader(id)?;
         let (a, b) = match range {
@@ -313,15 +324,19 @@ impl Store {
             PurgeRange::Turn(t) => Some(t),
             PurgeRange::Seqs(..) => None,
         };
-        // The sessions sharing a segment, and how far their events are the same as this one's:
-        // found before anything is rewritten.
+        // The sessions forked from this one (and forks of those), and how far their events are
+        // the same as this one's: found before anything is rewritten. The session it was forked
+        // from keeps its own history, shared segment or not: purging a fork never changes it.
         let mut others = Vec::new();
-        for other in self.sharing_files(id)? {
+        for other in self.forks_of(id)? {
             let theirs = self.open_reader(&other)?;
             let mut common = 0u64;
+            // A tombstone on either side (a seq one of them purged before) still stands for
+            // the same event.
+            let tomb = format!("{{\"type\":\"{TOMBSTONE_TYPE}\",");
             for (x, y) in reader.events().zip(theirs.events()) {
-                let (x, y) = (x?, y?);
-                if common > b || x.to_canonical_string() != y.to_canonical_string() {
+                let (x, y) = (x?.to_canonical_string(), y?.to_canonical_string());
+                if common > b || (x != y && !x.starts_with(&tomb) && !y.starts_with(&tomb)) {
                     break;
                 }
                 common += 1;
@@ -331,13 +346,43 @@ impl Store {
             }
         }
         drop(reader);
-        let mut reports = vec![self.purge_seqs(id, a, b, turn, None)?];
+        let mut reports: Vec<RewriteReport> =
+            self.purge_seqs(id, a, b, turn, None)?.into_iter().collect();
         for (other, end) in others {
-            reports.push(self.purge_seqs(&other, a, end, turn, Some(id.to_string()))?);
+            reports.extend(self.purge_seqs(&other, a, end, turn, Some(id.to_string()))?);
         }
         Ok(reports)
     }
 
+    /// The sessions of the store (deleted ones too) forked from session `id`, or from one of
+    /// those, and so on: the sessions whose first events are copies of `id`'s.
+    fn forks_of(&self, id: &str) -> Result<Vec<String>> {
+        let mut parents: Vec<(String, String)> = Vec::new();
+        for other in self.ids(super::Deleted::Include)? {
+            let dir = self.root.join(SESSIONS_DIR).join(&other);
+            if let Some(p) = SessionMeta::load(&dir)
+                .ok()
+                .and_then(|m| m.parent_session.present().cloned())
+            {
+                parents.push((other, p));
+            }
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut frontier = vec![id.to_string()];
+        while let Some(parent) = frontier.pop() {
+            for (child, p) in &parents {
+                if *p == parent && child != id && !out.contains(child) {
+                    out.push(child.clone());
+                    frontier.push(child.clone());
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Purges seqs `a..=b` of session `id`; `None` (nothing rewritten, no audit event) when
+    /// every event there is purged already.
     fn purge_seqs(
         &self,
         id: &str,
@@ -345,30 +390,63 @@ impl Store {
         b: u64,
         turn: Option<u64>,
         by: Option<String>,
-    ) -> Result<RewriteReport> {
+    ) -> Result<Option<RewriteReport>> {
+        let purge = |e: Event, pos: &mut Position, seq: u64| -> (Event, bool) {
+            let (t, s) = pos.advance(&e);
+            if !(a..=b).contains(&seq) || kept_by_purge(&e) {
+                return (e, false);
+            }
+            let stone = tombstone(e.clone(), t, s);
+            let changed = stone != e;
+            (stone, changed)
+        };
+        // A dry run first: a range purged already is left as it is (a second purge would
+        // replace each tombstone's record of the type it was).
+        {
+            let reader = self.open_reader(id)?;
+            let mut pos = Position {
+                turn: None,
+                step: None,
+            };
+            let mut any = false;
+            for event in reader.events() {
+                let event = event?;
+                let seq = event.seq();
+                if seq > b {
+                    break;
+                }
+                let owned = decode_event(event).map_err(|source| Error::Archive {
+                    seq: Some(seq),
+                    source,
+                })?;
+                if purge(owned, &mut pos, seq).1 {
+                    any = true;
+                    break;
+                }
+            }
+            if !any {
+                return Ok(None);
+            }
+        }
         let mut pos = Position {
             turn: None,
             step: None,
         };
-        let mut purged = 0u64;
+        let purged = std::cell::Cell::new(0u64);
         let (events, changed) = self.rewrite(
             id,
             |_| {},
             |e, seq| {
-                let (t, s) = pos.advance(&e);
-                if (a..=b).contains(&seq) {
-                    purged += 1;
-                    Ok((tombstone(e, t, s), true))
-                } else {
-                    Ok((e, false))
-                }
+                let (e, did) = purge(e, &mut pos, seq);
+                purged.set(purged.get() + u64::from(did));
+                Ok((e, did))
             },
             |_| {
                 let mut data = Map::new();
                 let n = |v: u64| Value::Number(crate::event::Number::from_u64(v));
                 let _ = data.push("startSeq", n(a));
                 let _ = data.push("endSeq", n(b));
-                let _ = data.push("events", n(b - a + 1));
+                let _ = data.push("events", n(purged.get()));
                 if let Some(t) = turn {
                     let _ = data.push("turn", n(t));
                 }
@@ -378,13 +456,13 @@ impl Store {
                 }))
             },
         )?;
-        Ok(RewriteReport {
+        Ok(Some(RewriteReport {
             id: id.to_string(),
             events,
             changed,
-            matches: purged,
+            matches: purged.get(),
             shared_with: by,
-        })
+        }))
     }
 
     /// Rewrites session `id`: `meta_fn` changes its metadata, `event_fn` each event (given with
@@ -461,6 +539,12 @@ impl Store {
             if state != SessionState::Active {
                 meta.state = state;
                 meta.save(&temp)?;
+            }
+            if state == SessionState::Archived {
+                // Every segment of an archived session is compressed (docs/design.md, "Cold
+                // segments"): the rewritten ones too, before they take the session's place.
+                let _lock = log::lock_dir(&temp)?;
+                log::cold::compress_locked(&temp, &log::OsStorage, false)?;
             }
             sync_dir(&temp)?;
             Ok((len, changed))

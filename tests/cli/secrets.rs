@@ -188,7 +188,8 @@ fn purge_turn_and_seqs_leave_tombstones_out_of_the_history() {
     let run = cli.run(&["purge", "s", "--turn", "2", "--json"]);
     let line = run.ok().lines().next().unwrap().to_string();
     let v = parse_json(&line).unwrap();
-    assert_eq!(v.get("matches").unwrap().as_u64(), Some(8));
+    // The user message, two chunks and the answer: the turn and step events have no content.
+    assert_eq!(v.get("matches").unwrap().as_u64(), Some(4));
     let after: Vec<String> = cli
         .run(&["export", "s"])
         .ok()
@@ -233,7 +234,7 @@ fn purge_turn_and_seqs_leave_tombstones_out_of_the_history() {
     assert_eq!(audit.get("type").unwrap().as_str(), Some("audit/purge"));
     assert_eq!(
         audit.get("data").unwrap().to_string(),
-        r#"{"startSeq":8,"endSeq":15,"events":8,"turn":2}"#
+        r#"{"startSeq":8,"endSeq":15,"events":4,"turn":2}"#
     );
     // The history leaves the turn out; verify passes; nothing of turn 2 is on disk.
     let history = cli.run(&["derive", "s"]).ok().to_string();
@@ -253,8 +254,12 @@ fn purge_turn_and_seqs_leave_tombstones_out_of_the_history() {
     cli.run(&["purge", "s", "--seq", "17..17"]).ok();
     cli.run(&["verify", "s"]).ok();
     assert!(grep_r(&cli.store(), &secrets[2].secret).is_empty());
-    // A turn/start alone keeps its type and turn (it has no content): accepted, still valid.
-    cli.run(&["purge", "s", "--seq", "0..0"]).ok();
+    // A turn/start alone keeps its type and turn (it has no content): nothing to purge.
+    let exported = cli.run(&["export", "s"]).ok().to_string();
+    let run = cli.run(&["purge", "s", "--seq", "0..0"]);
+    run.ok();
+    assert!(run.stderr.contains("nothing to purge"), "{}", run.stderr);
+    assert_eq!(cli.run(&["export", "s"]).ok(), exported);
     cli.run(&["verify", "s"]).ok();
     // A range past the end is refused.
     let bad = cli.run(&["purge", "s", "--seq", "5..99999"]);
@@ -390,6 +395,116 @@ fn redact_killed_at_random_points_leaves_a_whole_session() {
         .unwrap();
         store.redact("s", &r).unwrap();
     });
+}
+
+/// Purging a range again overwrote each tombstone's record of the type it was (`"data":
+/// {"type":"user/message"}` became `{"type":"purged"}`), counted the tombstones as purged and
+/// appended a second `audit/purge`; a `--seq` range could make an earlier purge's audit event a
+/// tombstone. Tombstones and audit events are now left alone, and a range with nothing left to
+/// purge rewrites nothing.
+#[test]
+fn purging_again_keeps_the_tombstones_and_the_audit_record() {
+    let (cli, _) = setup(3, 1, "");
+    cli.run(&["purge", "s", "--turn", "2"]).ok();
+    let once = cli.run(&["export", "s"]).ok().to_string();
+    assert!(
+        once.contains(r#""data":{"type":"user/message","turn":2}"#),
+        "{once}"
+    );
+    let run = cli.run(&["purge", "s", "--turn", "2"]);
+    run.ok();
+    assert!(run.stderr.contains("nothing to purge"), "{}", run.stderr);
+    assert_eq!(cli.run(&["export", "s"]).ok(), once);
+    // A range over turn 2 (purged), turn 3 and the audit event: only turn 3's content changes.
+    let last = once.lines().count() - 1;
+    let run = cli.run(&["purge", "s", "--seq", &format!("7..{last}"), "--json"]);
+    let v = parse_json(run.ok().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        v.get("matches").unwrap().as_u64(),
+        Some(3),
+        "{}",
+        run.stdout
+    );
+    let twice = cli.run(&["export", "s"]).ok().to_string();
+    let (lines, before): (Vec<&str>, Vec<&str>) = (twice.lines().collect(), once.lines().collect());
+    // Turns 1 and 2 (seqs 0..=13) and the first audit event are as they were.
+    assert_eq!(&lines[..14], &before[..14]);
+    assert_eq!(lines[last], before[last]);
+    assert!(
+        lines[last].contains(r#""type":"audit/purge""#),
+        "{}",
+        lines[last]
+    );
+    assert_eq!(lines.len(), last + 2, "one audit event more: {twice}");
+    cli.run(&["verify", "s"]).ok();
+}
+
+/// Purging a fork also purged its parent while the two shared a hard-linked segment (and left
+/// it alone once they did not): the parent's history changed behind the user's back. A purge
+/// now changes the session and its forks, never the session it was forked from.
+#[test]
+fn purging_a_fork_leaves_its_parent_and_purging_a_parent_reaches_its_forks() {
+    // Small segments, so that the fork hard-links sealed ones.
+    let (cli, _) = setup(6, 30, "segment_size = \"16KiB\"\n");
+    let fork = cli
+        .run(&["fork", "s", "--at", "200"])
+        .ok()
+        .trim()
+        .to_string();
+    let linked = std::fs::read_dir(cli.session_dir(&fork))
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| {
+            use std::os::unix::fs::MetadataExt;
+            e.metadata().unwrap().nlink() > 1
+        });
+    assert!(linked, "the fork shares a segment with its parent");
+    let parent = cli.run(&["export", "s"]).ok().to_string();
+    let run = cli.run(&["purge", &fork, "--turn", "1", "--json"]);
+    assert_eq!(run.ok().lines().count(), 1, "{}", run.stdout);
+    assert_eq!(
+        cli.run(&["export", "s"]).ok(),
+        parent,
+        "the parent is unchanged"
+    );
+    assert!(cli
+        .run(&["export", &fork])
+        .ok()
+        .contains(r#""type":"purged""#));
+    cli.run(&["verify", "s"]).ok();
+    cli.run(&["verify", &fork]).ok();
+    // The parent's purge reaches the fork, whose first events are copies of the parent's.
+    let run = cli.run(&["purge", "s", "--turn", "2", "--json"]);
+    let out = run.ok();
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains(r#""sharedWith":"s""#), "{out}");
+    let forked = cli.run(&["export", &fork]).ok().to_string();
+    assert!(
+        forked.contains(r#""data":{"type":"user/message","turn":2}"#),
+        "{forked}"
+    );
+}
+
+/// Purging (or redacting) an archived session left `ls` saying archived but its segments
+/// plain: the rewrite built them as an active session's. They are compressed again.
+#[test]
+fn purging_an_archived_session_keeps_it_compressed() {
+    let (cli, _) = setup(4, 30, "segment_size = \"16KiB\"\n");
+    cli.run(&["archive", "s"]).ok();
+    let cold = |cli: &Cli| {
+        let segs = testkit::segments(&cli.session_dir("s"));
+        assert!(segs.len() > 1, "{segs:?}");
+        segs.iter().all(|s| testkit::is_cold(s))
+    };
+    assert!(cold(&cli));
+    let exported = cli.run(&["export", "s"]).ok().to_string();
+    cli.run(&["purge", "s", "--turn", "1"]).ok();
+    assert!(cold(&cli), "every segment compressed after the purge");
+    assert!(cli.run(&["ls"]).ok().contains("archived"));
+    assert_ne!(cli.run(&["export", "s"]).ok(), exported);
+    cli.run(&["verify", "s"]).ok();
+    let line = r#"{"type":"system/message","data":{"role":"system","content":[]}}"#;
+    cli.run_with(&["append", "s"], line.as_bytes()).fails(1);
 }
 
 #[test]

@@ -88,8 +88,9 @@ pub struct RedactArgs {
 /// step/start and step/end stay (without error messages or request settings), every other event
 /// becomes {"type":"purged","data":{"type":ORIGINAL,"turn"?,"step"?}}. The derived history
 /// leaves them out, an `audit/purge` event records the purge, and the session is rewritten as
-/// `redact` rewrites it (no byte of the purged events remains in the store; forks sharing the
-/// segment get the same seqs purged).
+/// `redact` rewrites it (no byte of the purged events remains in its files; the sessions forked
+/// from it get the same seqs purged, the session it was forked from keeps its own). Tombstones
+/// and earlier audit/purge events are left as they are.
 ///
 /// Examples: agentlog purge SESSION --turn 3; agentlog purge SESSION --seq 10..14
 #[derive(Debug, clap::Args)]
@@ -308,6 +309,9 @@ pub fn run_purge(ctx: &Ctx, a: PurgeArgs) -> Result<ExitCode> {
     };
     let store = store(ctx)?;
     let reports = store.purge(&a.id, range).map_err(|e| explain(e, &a.id))?;
+    if reports.is_empty() && !a.json {
+        eprintln!("nothing to purge: the events there are purged already");
+    }
     print_reports(&reports, "events purged", a.json)?;
     Ok(ExitCode::SUCCESS)
 }
