@@ -30,7 +30,7 @@ mod sidechains;
 pub(crate) use builder::{text_block, Builder, HoldFrom};
 use sidechains::Sidechains;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -130,6 +130,9 @@ pub struct Summary {
     /// Things the source left inconsistent and the importer repaired or skipped, with the file
     /// and line.
     pub warnings: Vec<String>,
+    /// Files not imported (an error each, named among `warnings`): nothing of them was written
+    /// and nothing of them is counted above but `files`.
+    pub failed: u64,
 }
 
 impl Summary {
@@ -148,6 +151,7 @@ impl Summary {
             *self.unmapped.entry(k).or_default() += v;
         }
         self.warnings.extend(other.warnings);
+        self.failed += other.failed;
     }
 
     /// Total events written.
@@ -418,8 +422,10 @@ fn parent_of(format: Format, path: &Path, first: Option<&Value>) -> Option<Strin
 }
 
 /// Imports `paths` (files, or directory trees walked for `*.jsonl`) into `store`. `progress`
-/// is called with (bytes done, bytes total). A file that cannot be read or whose format is not
-/// recognized is a warning, never the end of the whole import.
+/// is called with (bytes done, bytes total). A file that cannot be imported (unreadable, refused)
+/// is a warning, never the end of the whole import, and counts in [`Summary::failed`]; a file
+/// found in a directory whose format is not recognized is only a warning (a tree may hold other
+/// JSONL files), one named in `paths` is also a failure.
 pub fn import_paths(
     store: &Store,
     paths: &[PathBuf],
@@ -430,6 +436,7 @@ pub fn import_paths(
     for p in paths {
         collect_files(p, &mut files)?;
     }
+    let named: HashSet<&Path> = paths.iter().map(PathBuf::as_path).collect();
     // What killed imports left behind, once for the whole run (new sessions are built in
     // hidden folders of the store and renamed into place).
     store.remove_import_leftovers();
@@ -454,7 +461,7 @@ pub fn import_paths(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (files, next) = (&files, &next);
+            let (files, next, named) = (&files, &next, &named);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(file) = files.get(i) else {
@@ -465,8 +472,17 @@ pub fn import_paths(
                 if let Err(e) =
                     import_source(store, file, options.format, options.keep_open, &mut one)
                 {
-                    one.warnings
-                        .push(format!("{}: not imported: {e}", file.display()));
+                    // Nothing of the file was written: only its warnings and the error count.
+                    let mut warnings = std::mem::take(&mut one.warnings);
+                    warnings.push(format!("{}: not imported: {e}", file.display()));
+                    // A file of a walked tree in neither format is only a warning.
+                    let skipped = unrecognized(&e) && !named.contains(file.as_path());
+                    one = Summary {
+                        files: one.files,
+                        warnings,
+                        failed: u64::from(!skipped),
+                        ..Summary::default()
+                    };
                 }
                 if tx.send((i, size, one)).is_err() {
                     break;
@@ -781,6 +797,14 @@ fn build_format(
     }
 }
 
+/// The words of [`import_source`]'s error for a file in neither format.
+const NEITHER: &str = "neither a Codex rollout nor a Claude Code transcript";
+
+/// True for [`import_source`]'s error for a file in neither format.
+fn unrecognized(e: &Error) -> bool {
+    matches!(e, Error::Invalid(m) if m.ends_with(&format!("{NEITHER} (first line)")))
+}
+
 /// [`import_file`], leaving the source's open turn open when `keep_open`.
 fn import_source(
     store: &Store,
@@ -807,7 +831,7 @@ fn import_source(
         }
         None => {
             return Err(Error::Invalid(format!(
-                "{}: neither a Codex rollout nor a Claude Code transcript (first line)",
+                "{}: {NEITHER} (first line)",
                 path.display()
             )))
         }

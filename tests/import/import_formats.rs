@@ -727,6 +727,66 @@ fn cli_imports_a_tree_and_exports_the_source_back() {
     assert!(!wrong.status.success());
 }
 
+/// `import --from` exited 0 when a file could not be imported, and its summary counted what it
+/// had not written. A file that fails now counts in `failed` (nothing else of it is counted)
+/// and the command exits 1 once the others are imported; a file of a walked directory in
+/// neither format is only a warning (a tree may hold other JSONL files).
+#[test]
+fn files_not_imported_are_counted_and_fail_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("tree/notes.jsonl");
+    std::fs::create_dir_all(junk.parent().unwrap()).unwrap();
+    std::fs::write(&junk, "{\"note\":1}\n").unwrap();
+    let sample = data_dir().join("claude-code/marot__spotter__short.jsonl");
+    std::fs::copy(&sample, dir.path().join("tree/short.jsonl")).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .arg("--store")
+            .arg(dir.path().join("store"))
+            .args(["import", "--from", "auto", "--json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let json = |out: &std::process::Output| {
+        agentlog::event::parse_json(std::str::from_utf8(&out.stdout).unwrap().trim()).unwrap()
+    };
+    // The tree: the junk file is a warning, the transcript is imported.
+    let out = run(&[dir.path().join("tree").as_os_str()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v.get("failed").unwrap().as_u64(), Some(0));
+    assert_eq!(v.get("created").unwrap().as_array().unwrap().len(), 1);
+    assert!(v
+        .get("warnings")
+        .unwrap()
+        .to_string()
+        .contains("notes.jsonl"));
+    // Named on the command line, the same file is a failure: exit 1, and nothing of it counted.
+    let out = run(&[junk.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v.get("failed").unwrap().as_u64(), Some(1));
+    assert_eq!(v.get("events").unwrap().to_string(), "{}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 file not imported"));
+    // A session of the file's id that was not imported from it: refused, a failure.
+    let other = dir.path().join("elsewhere/short.jsonl");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::copy(&sample, &other).unwrap();
+    let out = run(&[other.as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out).get("failed").unwrap().as_u64(), Some(1));
+}
+
 /// `import --from auto --follow`: lines appended to a watched file after the first import are
 /// imported by the running command (polled for up to 20 s), and the session then exports as the
 /// whole file. The child is killed by its own handle.

@@ -255,6 +255,7 @@ fn run_from(ctx: &Ctx, from: &str, args: &Args) -> Result<ExitCode> {
     } else {
         print_summary(&summary)?;
     }
+    let failed = summary.failed;
     if args.follow {
         // Each round reads only session.json of the files that did not grow; a warning is
         // printed once.
@@ -279,6 +280,14 @@ fn run_from(ctx: &Ctx, from: &str, args: &Args) -> Result<ExitCode> {
             }
         }
     }
+    if failed > 0 {
+        // Named among the warnings above; the files that could be imported were.
+        eprintln!(
+            "error: {failed} file{} not imported",
+            if failed == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -301,6 +310,7 @@ fn summary_json(summary: &agentlog::import::Summary) -> Value {
         ("unchanged", summary.unchanged.into()),
         ("events", events),
         ("warnings", ids(&summary.warnings)),
+        ("failed", summary.failed.into()),
     ])
 }
 
