@@ -109,6 +109,17 @@ fn secrets_reports_each_finding_and_exits_1() {
         .run(&["secrets", "missing"])
         .fails(2)
         .contains("missing"));
+    // An empty --rules (`--rules "$UNSET"`) scanned with no rule at all and said 0 findings.
+    for empty in ["", ","] {
+        assert!(cli
+            .run(&["secrets", "s", "--rules", empty])
+            .fails(2)
+            .contains("--rules names no rule"));
+        assert!(cli
+            .run(&["redact", "s", "--rules", empty])
+            .fails(1)
+            .contains("--rules names no rule"));
+    }
 }
 
 /// `secrets --all` stopped at the first session it could not read, and said so with exit 1,

@@ -132,6 +132,10 @@ fn redactor(store: &Store, rules: Option<&str>) -> Result<Redactor> {
         None if store.config().redact.is_some() => cfg.rules.clone(),
         None => vec!["credentials".into(), "pii".into()],
     };
+    if rules.is_some() && names.is_empty() {
+        // `--rules "$UNSET"` would scan with no rule and report a clean store.
+        bail!("--rules names no rule: give sets (credentials, pii) or rule names, comma-separated");
+    }
     let key = match cfg.mode {
         Mode::Hash => Some(load_or_create_key(store.root()).map_err(|e| anyhow!("{e}"))?),
         Mode::Replace => None,
