@@ -823,7 +823,21 @@ fn import_source(
     };
     let first_line = first_line.as_slice();
     summary.files += 1;
-    let format = match format.or_else(|| detect(first_line)) {
+    let detected = detect(first_line);
+    if let (Some(asked), Some(found)) = (format, detected) {
+        if asked != found {
+            // Every line would be kept as an `import/line` of the wrong format: a session
+            // with nothing in its history, and no sign of why.
+            return Err(Error::Invalid(format!(
+                "{}: --from {} given, but its first line is a {} file's (use --from {} or auto)",
+                path.display(),
+                asked.as_str(),
+                found.as_str(),
+                found.as_str()
+            )));
+        }
+    }
+    let format = match format.or(detected) {
         Some(f) => f,
         None if size == 0 => {
             summary.unchanged += 1;

@@ -787,6 +787,32 @@ fn files_not_imported_are_counted_and_fail_the_command() {
     assert_eq!(json(&out).get("failed").unwrap().as_u64(), Some(1));
 }
 
+/// `--from codex` on a Claude Code transcript (or the other way round) made a session of
+/// `import/line` events only: an empty history, exit 0, no word of why. A file whose first line
+/// is the other format's is now refused, naming both.
+#[test]
+fn a_forced_format_that_the_file_is_not_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    for (file, asked) in [
+        ("claude-code/marot__spotter__short.jsonl", Format::Codex),
+        (
+            "codex/yoavf__ai-sessions__codex-pomodor-timer.jsonl",
+            Format::ClaudeCode,
+        ),
+    ] {
+        let summary = import(&store, &[data_dir().join(file)], Some(asked));
+        assert_eq!(summary.failed, 1, "{summary:?}");
+        assert!(summary.created.is_empty());
+        let said = summary.warnings.join("\n");
+        assert!(
+            said.contains(&format!("--from {} given", asked.as_str())),
+            "{said}"
+        );
+    }
+    assert!(store.list().unwrap().is_empty());
+}
+
 /// `import --from auto --follow`: lines appended to a watched file after the first import are
 /// imported by the running command (polled for up to 20 s), and the session then exports as the
 /// whole file. The child is killed by its own handle.
