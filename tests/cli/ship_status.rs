@@ -121,3 +121,25 @@ fn status_with_nats_shows_local_shipped_and_stream_per_session() {
         again.stderr
     );
 }
+
+/// `--store TYPO ship --status` created `TYPO/sessions` and printed nothing, exit 0 (and `ship
+/// --nats URL --all` created the store before failing to connect): shipping only reads the
+/// store, so a missing one is now an error, and nothing is created. Naming no session (and no
+/// `--all`) is a usage error, exit 2, for `ship` and `restore`.
+#[test]
+fn ship_never_creates_a_store_and_needs_sessions_or_all() {
+    let cli = Cli::new();
+    assert!(!cli.store().exists());
+    for args in [
+        vec!["ship", "--status"],
+        vec!["ship", "--nats", "nats://127.0.0.1:9", "--all"],
+    ] {
+        let said = cli.run(&args).fails(1).to_string();
+        assert!(said.contains("no store at"), "{said}");
+        assert!(!cli.store().exists(), "{args:?} created the store");
+    }
+    cli.run(&["create", "--id", "s"]).ok();
+    cli.run(&["ship", "--nats", "nats://127.0.0.1:9"]).fails(2);
+    cli.run(&["restore", "--nats", "nats://127.0.0.1:9"])
+        .fails(2);
+}

@@ -19,6 +19,7 @@ use crate::target::Ctx;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sessions (ids in the stream)
+    #[arg(required_unless_present = "all")]
     sessions: Vec<String>,
     /// Every session of the stream (and, with --follow, every new one)
     #[arg(long, conflicts_with = "sessions")]

@@ -23,6 +23,7 @@ use crate::target::Ctx;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sessions (ids in the store)
+    #[arg(required_unless_present_any = ["all", "status"])]
     sessions: Vec<String>,
     /// Every session of the store (and, with --follow, every new one)
     #[arg(long, conflicts_with = "sessions")]
@@ -100,6 +101,8 @@ fn print_status(r: &ship::ShipStatus, json: bool) -> Result<()> {
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    // Shipping only reads the store: a mistyped --store is an error, never a new store.
+    ctx.require()?;
     let store = ctx.open_store()?;
     if args.status {
         let rows = match &args.nats {
