@@ -138,6 +138,35 @@ fn tail_follow_prints_what_another_process_appends() {
     assert!(child.0.try_wait().unwrap().is_none(), "still following");
 }
 
+/// A running `tail -f` went silent once `purge` or `redact` rewrote the session (the new files
+/// are swapped in under its name; it watched the old ones): it showed neither the
+/// `audit/purge` nor anything appended after. It now notes the rewrite and follows the new
+/// files.
+#[test]
+fn tail_follow_goes_on_after_a_purge_rewrites_the_session() {
+    let cli = Cli::new();
+    cli.import_example("fix-typo", &["--id", "s"]);
+    let mut child = Reap(
+        cli.command(&["tail", "-f", "s", "-n", "1"])
+            .spawn()
+            .unwrap(),
+    );
+    let lines = lines_of(child.0.stdout.take().unwrap());
+    let first = lines.recv_timeout(PATIENCE).expect("the last event");
+    assert!(first.trim_start().starts_with("9 "), "{first}");
+    cli.run(&["purge", "s", "--seq", "2..2"]).ok();
+    let audit = lines
+        .recv_timeout(PATIENCE)
+        .expect("the purge's audit event");
+    assert!(audit.trim_start().starts_with("10 "), "{audit}");
+    assert!(audit.contains("audit/purge"), "{audit}");
+    cli.run_with(&["append", "s"], event(0).as_bytes()).ok();
+    let line = lines.recv_timeout(PATIENCE).expect("the appended event");
+    assert!(line.trim_start().starts_with("11 "), "{line}");
+    assert!(line.contains("message 0"), "{line}");
+    assert!(child.0.try_wait().unwrap().is_none(), "still following");
+}
+
 #[test]
 fn verify_passes_clean_sessions_and_names_damage() {
     // Small segments, so that the session has sealed segments and an active one.

@@ -46,7 +46,8 @@ pub struct ShowArgs {
 /// Print the last events of a session; with -f, follow new ones
 ///
 /// With -f the command keeps printing the events another process appends (until interrupted, or
-/// until the session is deleted: then a note on stderr, exit code 0).
+/// until the session is deleted: then a note on stderr, exit code 0). When `redact` or `purge`
+/// rewrites the session meanwhile, a note says so and the new files are followed.
 #[derive(Debug, clap::Args)]
 pub struct TailArgs {
     /// The session: an id in the store, or a session directory
@@ -167,10 +168,27 @@ pub fn run_tail(ctx: &Ctx, args: TailArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut done = len;
+    // `redact` and `purge` rewrite a session into a new folder swapped in under its name: the
+    // reader would go on watching the old files, which get no more events.
+    let folder = |dir: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
+    };
+    let mut current = folder(&target.dir);
     loop {
-        let now = reader
-            .wait(Duration::from_millis(500))
-            .map_err(|e| target.error(e))?;
+        let waited = reader.wait(Duration::from_millis(500));
+        let now_folder = folder(&target.dir);
+        let now = if now_folder.is_some() && now_folder != current {
+            current = now_folder;
+            reader = target.reader()?;
+            eprintln!(
+                "note: session {} was rewritten (redact or purge): the events shown before may                  have changed; following the new files",
+                target.label
+            );
+            reader.len()
+        } else {
+            waited.map_err(|e| target.error(e))?
+        };
         if now > done {
             view.print(&reader, done, now, &filter)?;
             view.flush()?;
