@@ -241,3 +241,81 @@ fn a_repeated_call_id_pairs_each_result_with_its_own_call() {
         .unwrap();
     assert!(result7.contains("↳ c grep"), "{result7}");
 }
+
+/// `view -o -` wrote a file named `-` (where `export -o -` means standard output), and
+/// `view -o /dev/stdout` put its "wrote …" line after the page's `</html>`. `-o -` now writes
+/// the page to standard output, and the line goes to stderr when the output is not a file.
+#[test]
+fn the_page_goes_to_standard_output_alone() {
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let dash = cli.run(&["view", &id, "-o", "-"]);
+    let page = dash.ok();
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    assert!(page.trim_end().ends_with("</html>"), "the page alone");
+    assert!(!cli.dir.path().join("-").exists());
+    let device = cli.run(&["view", &id, "-o", "/dev/stdout"]);
+    assert!(
+        device.ok().trim_end().ends_with("</html>"),
+        "the page alone"
+    );
+    assert!(
+        device.stderr.starts_with("wrote /dev/stdout"),
+        "{}",
+        device.stderr
+    );
+    assert!(cli
+        .run(&["view", &id, "-o", "-", "--open"])
+        .fails(1)
+        .contains("--open"));
+}
+
+/// `view -o /dev/stdout` (and `export -o /dev/stdout`) with standard output redirected to a
+/// file renamed a temporary file over the link `/dev/stdout` itself (it leads to a regular file
+/// then): run as root, it replaced the machine's `/dev/stdout`. A link into `/proc` is now
+/// written through, in place, and another link has its target replaced, not the link. (A link
+/// in the test's folder stands for `/dev/stdout`.)
+#[test]
+fn links_are_written_through_never_replaced() {
+    use std::os::unix::fs::symlink;
+    let cli = Cli::new();
+    let id = cli.import_example("fix-typo", &[]);
+    let dir = cli.dir.path();
+    let fd1 = dir.join("fd1");
+    symlink("/proc/self/fd/1", &fd1).unwrap();
+    for args in [
+        vec!["view", id.as_str(), "-o", fd1.to_str().unwrap()],
+        vec!["export", id.as_str(), "-o", fd1.to_str().unwrap()],
+    ] {
+        let redirected = dir.join("redirected");
+        let out = cli
+            .command(&args)
+            .stdout(std::fs::File::create(&redirected).unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let link = std::fs::symlink_metadata(&fd1).unwrap();
+        assert!(link.file_type().is_symlink(), "{args:?} replaced the link");
+        let written = std::fs::read_to_string(&redirected).unwrap();
+        assert!(
+            written.starts_with("<!DOCTYPE html>") || written.starts_with("{\"type\""),
+            "{args:?}: {written}"
+        );
+    }
+    // A link elsewhere: its target gets the page, the link stays.
+    let target = dir.join("real.html");
+    let link = dir.join("page.html");
+    symlink(&target, &link).unwrap();
+    cli.run(&["view", &id, "-o", link.to_str().unwrap()]).ok();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&target)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+}

@@ -106,17 +106,32 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// True when `path` is written in place rather than replaced: it exists and is not a regular
+/// file (`/dev/null`, a named pipe), or it is a link into `/proc` or `/dev` (`/dev/stdout` is
+/// `/proc/self/fd/1`: with standard output redirected to a file it leads to a regular file, and
+/// a rename would replace the link `/dev/stdout` itself).
+pub(crate) fn in_place(path: &Path) -> bool {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return true;
+    }
+    let special = |p: &Path| p.starts_with("/proc") || p.starts_with("/dev");
+    special(path)
+        || std::fs::read_link(path).is_ok_and(|target| special(&path.with_file_name(target)))
+}
+
 /// Writes `path` through a temporary file in the same directory, synced and renamed over it; the
-/// temporary file is removed when anything fails (also `view`'s page). A path that exists and is
-/// not a regular file (`/dev/null`, a named pipe) is written in place: a rename would replace
-/// the device or pipe with a file.
+/// temporary file is removed when anything fails (also `view`'s page). A device, a named pipe or
+/// a link into `/proc` or `/dev` (`/dev/stdout`) is written in place ([`in_place`]); another
+/// symbolic link is followed (its target is replaced, not the link).
 pub(crate) fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+    if in_place(path) {
+        let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
         let file = OpenOptions::new()
             .write(true)
+            .truncate(regular)
             .open(path)
             .map_err(|e| anyhow!("cannot open {}: {e}", path.display()))?;
         let mut out = BufWriter::with_capacity(1 << 16, file);
@@ -125,6 +140,16 @@ pub(crate) fn write_atomically(
             .map_err(|e| anyhow!("cannot write {}: {}", path.display(), e.error()))?;
         return Ok(());
     }
+    let resolved;
+    let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A link to a file not there yet: its target, one link deep.
+        resolved = std::fs::canonicalize(path)
+            .or_else(|_| std::fs::read_link(path).map(|t| path.with_file_name(t)))
+            .unwrap_or_else(|_| path.to_path_buf());
+        resolved.as_path()
+    } else {
+        path
+    };
     let name = path
         .file_name()
         .ok_or_else(|| anyhow!("cannot write {}: not a file name", path.display()))?;

@@ -15,7 +15,7 @@ use anyhow::{anyhow, Result};
 use agentlog::event::EventType;
 use agentlog::session::{validate_id, SessionReader};
 
-use crate::cmd::export::write_atomically;
+use crate::cmd::export::{in_place, write_atomically};
 use crate::cmd::show::{decode, shapes_layout, Layout};
 use crate::output::size;
 use crate::target::{Ctx, Target};
@@ -50,7 +50,7 @@ Examples:
 pub struct Args {
     /// The session: an id in the store, or a session directory
     session: String,
-    /// Write to FILE [default: SESSION_ID.html in the current directory]
+    /// Write to FILE ("-": standard output) [default: SESSION_ID.html in the current directory]
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Open the written page in the system's browser ($BROWSER, else xdg-open / open)
@@ -61,6 +61,18 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
+    if args.output.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        if args.open {
+            return Err(anyhow!(
+                "--open needs a file to open; `-o -` writes the page to standard output"
+            ));
+        }
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+        page(&reader, &target, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let path = match &args.output {
         Some(p) => p.clone(),
         None => {
@@ -86,12 +98,18 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         bytes = counted.n;
         Ok(())
     })?;
-    outln!(
+    let said = format!(
         "wrote {} ({} events, {})",
         path.display(),
         reader.len(),
         size(bytes)
-    )?;
+    );
+    if in_place(&path) {
+        // A device, a pipe, `/dev/stdout`: the line would go into (or over) the page.
+        eprintln!("{said}");
+    } else {
+        outln!("{said}")?;
+    }
     if args.open {
         open_in_browser(&path)?;
     }
