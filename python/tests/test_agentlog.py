@@ -285,7 +285,7 @@ def test_status_and_messages(store):
         s.append_many(evs[:5])
         st = s.status()
         assert st == {"state": "toolInvoking", "openTurn": 1, "openStep": 1, "unansweredCalls": ["c1"],
-                      "pendingApprovals": [], "closedUnanswered": [], "events": 5}
+                      "pendingApprovals": [], "closedUnanswered": [], "events": 5, "lastTurnEnd": None}
         s.append_many(evs[5:])
         assert s.status()["state"] == "idle"
         neutral = s.messages()
@@ -532,14 +532,15 @@ def test_crash_then_status_and_close(store, store_dir, cli):
     assert p.returncode == 3
     assert store.reader("crash").status() == {"state": "toolInvoking", "openTurn": 1, "openStep": 1,
                                               "unansweredCalls": ["k1"], "pendingApprovals": [], "closedUnanswered": [],
-                                              "events": 5}
+                                              "events": 5, "lastTurnEnd": None}
     with store.open("crash") as s:
         assert len(s) == 5
         assert s.status()["unansweredCalls"] == ["k1"]
         seqs = s.close_open_work()
         assert seqs == [5, 6, 7]
         assert s.status() == {"state": "idle", "openTurn": None, "openStep": None, "unansweredCalls": [],
-                              "pendingApprovals": [], "closedUnanswered": [], "events": 8}
+                              "pendingApprovals": [], "closedUnanswered": [], "events": 8,
+                              "lastTurnEnd": {"turn": 1, "reason": "interrupted"}}
         r = s.reader()
         assert r.get(5)["data"]["message"]["isError"] is True
         assert r.get(7)["data"]["reason"]["kind"] == "interrupted"

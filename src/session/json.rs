@@ -26,8 +26,9 @@ fn ids(v: impl Iterator<Item = String>) -> Value {
 impl Lifecycle {
     /// The object `agentlog status --json` prints for a session of `events` events in this
     /// state: `{"state","openTurn","openStep","unansweredCalls":[callId…],
-    /// "pendingApprovals":[callId…],"closedUnanswered":[callId…],"events"}`, `null` for what is
-    /// not open.
+    /// "pendingApprovals":[callId…],"closedUnanswered":[callId…],"events","lastTurnEnd"}`, `null`
+    /// for what is not open; `lastTurnEnd` is `{"turn","reason"}` (the reason's kind) of the last
+    /// turn that ended, `null` before one has.
     pub fn status_json(&self, events: u64) -> Value {
         let work = self.open_work();
         object(vec![
@@ -44,6 +45,15 @@ impl Lifecycle {
                 ids(self.closed_unanswered().into_iter().map(|c| c.call_id)),
             ),
             ("events", events.into()),
+            (
+                "lastTurnEnd",
+                self.last_end().map_or(Value::Null, |(turn, reason)| {
+                    object(vec![
+                        ("turn", turn.into()),
+                        ("reason", reason.as_str().into()),
+                    ])
+                }),
+            ),
         ])
     }
 }
@@ -88,7 +98,7 @@ mod tests {
         }
         assert_eq!(
             s.lifecycle().status_json(s.len()).to_string(),
-            r#"{"state":"inferring","openTurn":1,"openStep":1,"unansweredCalls":["c1"],"pendingApprovals":[],"closedUnanswered":[],"events":3}"#
+            r#"{"state":"inferring","openTurn":1,"openStep":1,"unansweredCalls":["c1"],"pendingApprovals":[],"closedUnanswered":[],"events":3,"lastTurnEnd":null}"#
         );
         s.close().unwrap();
         let info = store.info("s").unwrap();

@@ -109,7 +109,7 @@ fn status_json_has_exactly_the_documented_shape() {
     cli.import_example("fix-typo", &["--id", "done"]);
     assert_eq!(
         cli.run(&["status", "done", "--json"]).ok(),
-        "{\"state\":\"idle\",\"openTurn\":null,\"openStep\":null,\"unansweredCalls\":[],\"pendingApprovals\":[],\"closedUnanswered\":[],\"events\":10}\n"
+        "{\"state\":\"idle\",\"openTurn\":null,\"openStep\":null,\"unansweredCalls\":[],\"pendingApprovals\":[],\"closedUnanswered\":[],\"events\":10,\"lastTurnEnd\":{\"turn\":1,\"reason\":\"completed\"}}\n"
     );
 
     // A crash after the tool call: the step is open, the call unanswered.
@@ -119,7 +119,7 @@ fn status_json_has_exactly_the_documented_shape() {
         .ok();
     assert_eq!(
         cli.run(&["status", "open", "--json"]).ok(),
-        "{\"state\":\"toolInvoking\",\"openTurn\":1,\"openStep\":1,\"unansweredCalls\":[\"call_1\"],\"pendingApprovals\":[],\"closedUnanswered\":[],\"events\":7}\n"
+        "{\"state\":\"toolInvoking\",\"openTurn\":1,\"openStep\":1,\"unansweredCalls\":[\"call_1\"],\"pendingApprovals\":[],\"closedUnanswered\":[],\"events\":7,\"lastTurnEnd\":null}\n"
     );
 
     // Waiting for an approval.
@@ -129,7 +129,7 @@ fn status_json_has_exactly_the_documented_shape() {
         .ok();
     assert_eq!(
         cli.run(&["status", "approval", "--json"]).ok(),
-        "{\"state\":\"awaitUserConfirm\",\"openTurn\":0,\"openStep\":1,\"unansweredCalls\":[\"call_0_1_0\"],\"pendingApprovals\":[\"call_0_1_0\"],\"closedUnanswered\":[],\"events\":6}\n"
+        "{\"state\":\"awaitUserConfirm\",\"openTurn\":0,\"openStep\":1,\"unansweredCalls\":[\"call_0_1_0\"],\"pendingApprovals\":[\"call_0_1_0\"],\"closedUnanswered\":[],\"events\":6,\"lastTurnEnd\":null}\n"
     );
 
     // The human form says the same.

@@ -13,7 +13,9 @@ use crate::target::Ctx;
 /// The turn state of docs/events.md §7, the open turn and step, unanswered tool calls, pending
 /// approvals, the calls whose step ended without a result, and the number of events. --json
 /// prints {"state","openTurn","openStep","unansweredCalls":[callId…],"pendingApprovals":[callId…],
-/// "closedUnanswered":[callId…],"events"}, with null for what is not open.
+/// "closedUnanswered":[callId…],"events","lastTurnEnd":{"turn","reason"}}, with null for what is
+/// not open (lastTurnEnd: the last turn that ended and its end reason's kind, null before one
+/// has).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
