@@ -89,6 +89,11 @@ fn usage_errors_exit_2() {
         vec!["verify"],
         vec!["verify", "x", "--all"],
         vec!["ls", "--bogus"],
+        // Values agentlog checked itself exited 1; clap checks them now, as it does the others.
+        vec!["export", "x", "--to", "xml"],
+        vec!["import", "--from", "xml", "x.jsonl"],
+        vec!["purge", "x", "--seq", "abc"],
+        vec!["purge", "x", "--seq", "5..2"],
     ] {
         let run = cli.run(&args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);

@@ -32,7 +32,12 @@ pub struct Args {
     output: Option<PathBuf>,
     /// Write the source file an imported session came from, byte for byte (codex or
     /// claude-code: the format it was imported from)
-    #[arg(long, value_name = "codex|claude-code", conflicts_with = "header")]
+    #[arg(
+        long,
+        value_name = "codex|claude-code",
+        value_parser = ["codex", "claude-code"],
+        conflicts_with = "header"
+    )]
     to: Option<String>,
 }
 

@@ -28,7 +28,7 @@ pub struct Args {
     files: Vec<String>,
     /// Import Codex rollouts or Claude Code transcripts (auto: detect per file), one session
     /// per source file; a file imported before gets only its new lines
-    #[arg(long, value_name = "codex|claude-code|auto")]
+    #[arg(long, value_name = "codex|claude-code|auto", value_parser = ["codex", "claude-code", "auto"])]
     from: Option<String>,
     /// With --from: keep watching the paths, importing new lines as they are written (once a
     /// second), until interrupted; implies --keep-open

@@ -107,8 +107,8 @@ pub struct PurgeArgs {
     )]
     turn: Option<u64>,
     /// The seqs to purge, A..B (both included)
-    #[arg(long, value_name = "A..B")]
-    seq: Option<String>,
+    #[arg(long, value_name = "A..B", value_parser = parse_range)]
+    seq: Option<(u64, u64)>,
     /// One JSON object per session rewritten: {"session","events","changed","matches","sharedWith"}
     #[arg(long)]
     json: bool,
@@ -283,32 +283,30 @@ pub fn run_redact(ctx: &Ctx, a: RedactArgs) -> Result<ExitCode> {
     })
 }
 
-fn parse_range(s: &str) -> Result<(u64, u64)> {
+/// `--seq A..B` (a usage error when it is not one: exit 2).
+fn parse_range(s: &str) -> std::result::Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| anyhow!("--seq {s:?}: expected A..B (e.g. 10..14, both included)"))?;
+        .ok_or_else(|| "expected A..B (e.g. 10..14, both included)".to_string())?;
     let a: u64 = a
         .trim()
         .parse()
-        .map_err(|_| anyhow!("--seq {s:?}: {a:?} is not a seq"))?;
+        .map_err(|_| format!("{a:?} is not a seq"))?;
     let b: u64 = b
         .trim()
         .parse()
-        .map_err(|_| anyhow!("--seq {s:?}: {b:?} is not a seq"))?;
+        .map_err(|_| format!("{b:?} is not a seq"))?;
     if a > b {
-        bail!("--seq {s:?}: the first seq is after the last");
+        return Err("the first seq is after the last".into());
     }
     Ok((a, b))
 }
 
 /// `agentlog purge`.
 pub fn run_purge(ctx: &Ctx, a: PurgeArgs) -> Result<ExitCode> {
-    let range = match (a.turn, a.seq.as_deref()) {
+    let range = match (a.turn, a.seq) {
         (Some(t), _) => PurgeRange::Turn(t),
-        (None, Some(s)) => {
-            let (x, y) = parse_range(s)?;
-            PurgeRange::Seqs(x, y)
-        }
+        (None, Some((x, y))) => PurgeRange::Seqs(x, y),
         (None, None) => bail!("give --turn N or --seq A..B"),
     };
     let store = store(ctx)?;
