@@ -1005,8 +1005,8 @@ impl Remote {
             for id in ids {
                 let local = renames.get(id).unwrap_or(id);
                 if !reports.iter().any(|r| &r.id == local) {
-                    return Err(Error::NotFound(format!(
-                        "{id} (no such session in stream {})",
+                    return Err(Error::Invalid(format!(
+                        "no session {id:?} in stream {}",
                         self.options.stream
                     )));
                 }

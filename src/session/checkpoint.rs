@@ -774,9 +774,10 @@ pub(crate) fn remove_stale_tmp(dir: &Path) {
 /// (or from the start), replaying the events after it, then writing it.
 pub(crate) fn refresh(dir: &Path, log: &LogReader, to: u64) -> Result<()> {
     let mut derived = load_or_empty(dir, log, to, true);
-    // Up to date: nothing to write, unless there is no checkpoint at all (an empty session's
-    // clean close writes one too, so a reader finds one after every clean close).
-    if derived.len == to && (to > 0 || dir.join(CHECKPOINT_FILE).exists()) {
+    // Up to date: nothing to write. For an empty log the loaded state cannot tell a checkpoint
+    // of no events from none (or from a stale one, of a log since cut to nothing): one is
+    // written, so a reader finds a sound one after every clean close.
+    if derived.len == to && to > 0 {
         return Ok(());
     }
     derived.advance(log, to)?;

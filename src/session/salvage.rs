@@ -112,7 +112,7 @@ impl std::fmt::Display for SalvagedEvents {
         match (&self.jsonl, self.seqs) {
             (Some(p), Some((a, b))) => write!(
                 f,
-                "{} valid event(s) after the damage (seqs {a}..={b}) from {} written to {}",
+                "{} valid event(s) after the damage (seqs {a} to {b}) from {} written to {}",
                 self.events,
                 self.source.display(),
                 p.display()

@@ -285,9 +285,12 @@ impl Store {
         let (a, b) = match range {
             PurgeRange::Seqs(a, b) => {
                 if a > b || b >= reader.len() {
+                    let holds = match reader.len() {
+                        0 => "no event".to_string(),
+                        n => format!("seqs 0..{}", n - 1),
+                    };
                     return Err(Error::Invalid(format!(
-                        "cannot purge seqs {a}..{b}: session {id:?} holds seqs 0..{}",
-                        reader.len().saturating_sub(1)
+                        "cannot purge seqs {a}..{b}: session {id:?} holds {holds}"
                     )));
                 }
                 (a, b)

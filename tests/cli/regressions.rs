@@ -812,3 +812,93 @@ mod verify_all_cwd {
         assert_eq!(out.lines().count(), 10);
     }
 }
+
+mod messages_of_the_2026_12_07_sweep {
+    use crate::cli_common;
+
+    use cli_common::{example, segments, Cli};
+
+    /// Purging an empty session said it "holds seqs 0..0".
+    #[test]
+    fn purge_of_an_empty_session_says_it_holds_no_event() {
+        let cli = Cli::new();
+        cli.run(&["create", "--id", "empty"]).ok();
+        let said = cli
+            .run(&["purge", "empty", "--seq", "0..0"])
+            .fails(1)
+            .to_string();
+        assert!(said.contains("holds no event"), "{said}");
+    }
+
+    /// `redact nosuch` printed the error, then "nothing to redact".
+    #[test]
+    fn redact_of_a_missing_session_says_only_the_error() {
+        let cli = Cli::new();
+        cli.run(&["create", "--id", "s"]).ok();
+        let said = cli.run(&["redact", "nosuch"]).fails(1).to_string();
+        assert!(said.contains("nosuch"), "{said}");
+        assert!(!said.contains("nothing to redact"), "{said}");
+    }
+
+    /// A JSONL file given as SESSION got "FILE/session.json: Not a directory".
+    #[test]
+    fn a_file_given_as_a_session_is_named_a_file() {
+        let cli = Cli::new();
+        cli.run(&["create", "--id", "s"]).ok();
+        let file = example("fix-typo.jsonl");
+        let said = cli
+            .run(&["show", file.to_str().unwrap()])
+            .fails(1)
+            .to_string();
+        assert!(said.contains("is a file, not a session"), "{said}");
+        assert!(said.contains("agentlog import"), "{said}");
+    }
+
+    /// `fork s --id 'bad id'` blamed the source session: "session s: invalid session id".
+    #[test]
+    fn a_bad_fork_id_is_the_id_options_error() {
+        let cli = Cli::new();
+        cli.import_example("fix-typo", &["--id", "s"]);
+        let said = cli
+            .run(&["fork", "s", "--at", "1", "--id", "bad id"])
+            .fails(1)
+            .to_string();
+        assert!(
+            said.starts_with("error: --id: invalid session id"),
+            "{said}"
+        );
+    }
+
+    /// `show --type ''` answered "no event of type ;".
+    #[test]
+    fn an_empty_type_filter_is_a_usage_error() {
+        let cli = Cli::new();
+        cli.import_example("fix-typo", &["--id", "s"]);
+        cli.run(&["show", "s", "--type", ""]).fails(2);
+        cli.run(&["search", "--type", ""]).fails(2);
+    }
+
+    /// One damaged record was reported twice by `verify` (the record, and "checkpoint: corrupt
+    /// log" for the same offset), and after `recover --salvage` cut the log to nothing, `verify`
+    /// still noted the old checkpoint as stale.
+    #[test]
+    fn damage_is_reported_once_and_a_salvage_leaves_a_sound_checkpoint() {
+        let cli = Cli::new();
+        cli.import_example("fix-typo", &["--id", "s"]);
+        cli.run(&["status", "s"]).ok();
+        let seg = segments(&cli.session_dir("s"))[0].clone();
+        let mut bytes = std::fs::read(&seg).unwrap();
+        // Inside the first record (the segment header is 64 bytes).
+        bytes[100] ^= 0xff;
+        std::fs::write(&seg, bytes).unwrap();
+        let run = cli.run(&["verify", "s"]);
+        run.fails(1);
+        assert!(run.stdout.contains("1 problem(s)"), "{}", run.stdout);
+        assert!(!run.stdout.contains("checkpoint:"), "{}", run.stdout);
+        let salvaged = cli.run(&["recover", "--salvage", "s"]).ok().to_string();
+        assert!(salvaged.contains("(seqs 1 to 9)"), "{salvaged}");
+        let run = cli.run(&["verify", "s"]);
+        let out = run.ok();
+        assert!(!out.contains("checkpoint"), "{out}");
+    }
+}

@@ -137,6 +137,12 @@ impl Ctx {
                 return Ok(self.in_store(arg));
             }
         }
+        if std::fs::metadata(as_path).is_ok_and(|m| m.is_file()) {
+            return Err(anyhow!(
+                "{arg} is a file, not a session: a SESSION is an id in the store or the path of a \
+                 session directory (to read a JSONL file into the store: agentlog import {arg})"
+            ));
+        }
         if !is_session(as_path)? {
             return Err(anyhow!(
                 "no session at {arg:?}: not a session directory (one holds {META_FILE}, or a \

@@ -37,6 +37,10 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
+    if let Some(id) = &args.id {
+        // The new session's id: its error is not the source session's.
+        agentlog::session::validate_id(id).map_err(|e| anyhow::anyhow!("--id: {e}"))?;
+    }
     let target = ctx.resolve(&args.session)?;
     let reader = target.reader()?;
     let point = match (args.at, args.turn) {

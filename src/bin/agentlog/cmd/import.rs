@@ -328,9 +328,11 @@ fn print_summary(summary: &agentlog::import::Summary) -> Result<()> {
         summary.unchanged,
         summary.total_events()
     );
-    eprintln!("events by type:");
-    for (ty, n) in &summary.events {
-        eprintln!("  {ty:<20} {n}");
+    if !summary.events.is_empty() {
+        eprintln!("events by type:");
+        for (ty, n) in &summary.events {
+            eprintln!("  {ty:<20} {n}");
+        }
     }
     if !summary.unmapped.is_empty() {
         eprintln!("source lines kept as import/line (no typed event of their own):");

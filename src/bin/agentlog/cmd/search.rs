@@ -34,7 +34,8 @@ pub struct Args {
     sessions: Vec<String>,
     /// Only events of this type: a type (tool/call), a domain (tool or tool/*) or * for all;
     /// repeat or separate with commas
-    #[arg(long = "type", value_name = "T", value_delimiter = ',')]
+    #[arg(long = "type", value_name = "T", value_delimiter = ',',
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     types: Vec<String>,
     /// Only the calls, results and approvals of this tool
     #[arg(long, value_name = "NAME")]

@@ -273,7 +273,7 @@ pub fn run_redact(ctx: &Ctx, a: RedactArgs) -> Result<ExitCode> {
             }
         }
     }
-    if !any && !a.json {
+    if !any && !failed && !a.json {
         eprintln!("nothing to redact");
     }
     Ok(if failed {

@@ -33,7 +33,8 @@ pub struct ShowArgs {
     to: Option<u64>,
     /// Only events of these types: a type (tool/call), a domain (tool or tool/*) or * for all;
     /// repeat or separate with commas
-    #[arg(long = "type", value_name = "TYPE", value_delimiter = ',')]
+    #[arg(long = "type", value_name = "TYPE", value_delimiter = ',',
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     types: Vec<String>,
     /// Only the events of turn N (from its turn/start to its turn/end)
     #[arg(long, value_name = "N")]

@@ -339,8 +339,11 @@ fn check(target: &Target) -> Result<Checked> {
                     }
                     Err(e) => problems.push(format!("{e}")),
                 }
-                // The checkpoint (a cache of what is derived) against a full replay.
+                // The checkpoint (a cache of what is derived) against a full replay; not on a
+                // damaged log (the replay would stop at the damage already reported).
+                let damaged = report.damage.is_some() || !report.unchecked.is_empty();
                 match reader.verify_checkpoint() {
+                    Err(_) if damaged => {}
                     Ok(CheckpointCheck::Mismatch { covers, detail }) => problems.push(format!(
                         "checkpoint: covering {covers} events, {detail} (it is a cache: \
                          removing it is safe, the next close writes a new one)"
