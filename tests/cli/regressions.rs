@@ -902,3 +902,61 @@ mod messages_of_the_2026_12_07_sweep {
         assert!(!out.contains("checkpoint"), "{out}");
     }
 }
+
+mod append_create_race {
+    use crate::cli_common;
+
+    use std::io::Write;
+    use std::process::Stdio;
+
+    use cli_common::Cli;
+
+    /// Two `append ID --create` started together on a new id: the one that lost the race
+    /// mostly said `no session "new"` (it found the other's folder before its files), although
+    /// `--create` was given and the other process held the session. The loser now says the
+    /// session is open for writing by another process.
+    #[test]
+    fn the_loser_of_a_create_race_names_the_other_writer() {
+        let line = "{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n";
+        for round in 0..5 {
+            let cli = Cli::new();
+            cli.run(&["create", "--id", "other"]).ok();
+            let mut children: Vec<_> = (0..2)
+                .map(|_| {
+                    cli.command(&["append", "new", "--create"])
+                        .stdin(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for c in &mut children {
+                c.stdin
+                    .as_mut()
+                    .unwrap()
+                    .write_all(line.as_bytes())
+                    .unwrap();
+            }
+            // Both hold their input open a while: the winner keeps the session open.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let outs: Vec<_> = children
+                .into_iter()
+                .map(|mut c| {
+                    drop(c.stdin.take());
+                    c.wait_with_output().unwrap()
+                })
+                .collect();
+            let ok = outs.iter().filter(|o| o.status.success()).count();
+            assert!(ok >= 1, "round {round}: one of them appends");
+            for o in outs.iter().filter(|o| !o.status.success()) {
+                // (On a machine slow enough to run the two one after the other, the second
+                // finds turn 1 open: a refusal of its line, still never "no session".)
+                let said = String::from_utf8_lossy(&o.stderr);
+                assert!(
+                    said.contains("open for writing by another process")
+                        || said.contains("turn/start only when no turn is open"),
+                    "round {round}: {said}"
+                );
+            }
+        }
+    }
+}

@@ -95,11 +95,26 @@ fn create_missing(ctx: &Ctx, id: &str) -> Result<Target> {
         let store = ctx.open_store()?;
         match store.create(NewSession::default().id(id)) {
             Ok(session) => session.close().map_err(|e| target.error(e))?,
-            Err(agentlog::Error::Exists(_)) => {}
+            // Another process creates it right now: its folder exists before its files do.
+            // Wait (a little) for them, so that opening it says what is true (the other
+            // process holds it, or it is there), never "no session".
+            Err(agentlog::Error::Exists(_)) => wait_created(&target.dir),
+            Err(agentlog::Error::Log(agentlog::log::Error::Locked { .. })) => {
+                wait_created(&target.dir)
+            }
             Err(e) => return Err(ctx.error("cannot create a session in store", e)),
         }
     }
     Ok(target)
+}
+
+/// Waits up to two seconds for a session another process is creating to have its
+/// `session.json`.
+fn wait_created(dir: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !dir.join("session.json").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Appends every line of stdin; returns how many were appended.
