@@ -960,3 +960,50 @@ mod append_create_race {
         }
     }
 }
+
+mod non_utf8_file_names {
+    use crate::cli_common;
+
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use cli_common::{example, Cli};
+
+    /// `import FILE` with a file name that is not UTF-8 (Linux allows any bytes) was refused by
+    /// the argument parser, "invalid UTF-8 was detected in one or more arguments", without
+    /// saying which. Such a file is now read like any other, by `import` and `import --from`.
+    #[test]
+    fn files_whose_names_are_not_utf8_are_imported() {
+        let cli = Cli::new();
+        let name = cli.dir.path().join(OsStr::from_bytes(b"caf\xe9.jsonl"));
+        std::fs::copy(example("fix-typo.jsonl"), &name).unwrap();
+        let out = cli
+            .command(&["import", "--id", "s"])
+            .arg(&name)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(cli.run(&["export", "s"]).ok().lines().count(), 10);
+        let claude = cli.dir.path().join(OsStr::from_bytes(b"t\xff.jsonl"));
+        std::fs::copy(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/import/claude-code/marot__spotter__short.jsonl"),
+            &claude,
+        )
+        .unwrap();
+        let out = cli
+            .command(&["import", "--from", "auto"])
+            .arg(&claude)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

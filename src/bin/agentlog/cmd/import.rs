@@ -25,7 +25,7 @@ use crate::target::Ctx;
 pub struct Args {
     /// The JSONL file, or - for standard input; with --from, files or directory trees
     #[arg(value_name = "FILE|-", required = true)]
-    files: Vec<String>,
+    files: Vec<std::path::PathBuf>,
     /// Import Codex rollouts or Claude Code transcripts (auto: detect per file), one session
     /// per source file; a file imported before gets only its new lines
     #[arg(long, value_name = "codex|claude-code|auto", value_parser = ["codex", "claude-code", "auto"])]
@@ -66,22 +66,23 @@ pub fn run(ctx: &Ctx, mut args: Args) -> Result<ExitCode> {
         ));
     }
     let file = args.files[0].clone();
+    let shown = file.display().to_string();
     if let Some(id) = &args.id {
         agentlog::session::validate_id(id).map_err(|e| anyhow!("{e}"))?;
     }
-    let (input, size, name): (Box<dyn Read>, Option<u64>, String) = if file == "-" {
+    let (input, size, name): (Box<dyn Read>, Option<u64>, String) = if file.as_os_str() == "-" {
         (
             Box::new(std::io::stdin().lock()),
             None,
             "standard input".into(),
         )
     } else {
-        let f = std::fs::File::open(&file).map_err(|e| anyhow!("cannot read {file}: {e}"))?;
+        let f = std::fs::File::open(&file).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
         if f.metadata().is_ok_and(|m| m.is_dir()) {
-            return Err(anyhow!("cannot read {file}: it is a directory"));
+            return Err(anyhow!("cannot read {shown}: it is a directory"));
         }
         let size = f.metadata().ok().map(|m| m.len());
-        (Box::new(f), size, file.clone())
+        (Box::new(f), size, shown.clone())
     };
     let last_line = LastLine::default();
     let input: Box<dyn BufRead> =
@@ -235,7 +236,7 @@ fn run_from(ctx: &Ctx, from: &str, args: &Args) -> Result<ExitCode> {
         ));
     }
     let store = ctx.open_store()?;
-    let paths: Vec<std::path::PathBuf> = args.files.iter().map(Into::into).collect();
+    let paths: Vec<std::path::PathBuf> = args.files.clone();
     let mut progress: Option<Progress> = None;
     let options = agentlog::import::Options {
         format,
