@@ -869,6 +869,18 @@ mod messages_of_the_2026_12_07_sweep {
         );
     }
 
+    /// `purge SESSION` without a range said `--turn` was required, never naming `--seq`;
+    /// `archive` alone never named `--idle-days`.
+    #[test]
+    fn usage_errors_name_every_way_to_say_what() {
+        let cli = Cli::new();
+        cli.import_example("fix-typo", &["--id", "s"]);
+        let said = cli.run(&["purge", "s"]).fails(2).to_string();
+        assert!(said.contains("--turn") && said.contains("--seq"), "{said}");
+        let said = cli.run(&["archive"]).fails(2).to_string();
+        assert!(said.contains("--idle-days"), "{said}");
+    }
+
     /// `show --type ''` answered "no event of type ;".
     #[test]
     fn an_empty_type_filter_is_a_usage_error() {

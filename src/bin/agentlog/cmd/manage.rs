@@ -28,9 +28,10 @@ use crate::target::{explain, explain_ref, Ctx};
 /// (its lock is held): an error names it. A deleted session is refused (`unarchive` brings it
 /// back). `unarchive` makes a session writable again.
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["ids", "idle_days"]))]
 pub struct ArchiveArgs {
     /// Session ids of the store
-    #[arg(required_unless_present = "idle_days", value_name = "ID")]
+    #[arg(value_name = "ID")]
     ids: Vec<String>,
     /// Archive the active sessions idle for longer than N days instead
     #[arg(long, value_name = "N", conflicts_with = "ids")]

@@ -94,20 +94,16 @@ pub struct RedactArgs {
 ///
 /// Examples: agentlog purge SESSION --turn 3; agentlog purge SESSION --seq 10..14
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("range").required(true).multiple(false))]
 pub struct PurgeArgs {
     /// A session id of the store
     #[arg(value_name = "SESSION")]
     id: String,
     /// The turn to purge (its turn/start through its turn/end)
-    #[arg(
-        long,
-        value_name = "N",
-        required_unless_present = "seq",
-        conflicts_with = "seq"
-    )]
+    #[arg(long, value_name = "N", group = "range")]
     turn: Option<u64>,
     /// The seqs to purge, A..B (both included)
-    #[arg(long, value_name = "A..B", value_parser = parse_range)]
+    #[arg(long, value_name = "A..B", value_parser = parse_range, group = "range")]
     seq: Option<(u64, u64)>,
     /// One JSON object per session rewritten: {"session","events","changed","matches","sharedWith"}
     #[arg(long)]
