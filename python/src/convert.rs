@@ -202,18 +202,12 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResu
                 use std::fmt::Write;
                 let _ = write!(out, "{n}");
             }
-            Err(_) => {
-                // Beyond 64 bits: the decimal text of the int itself (int.__repr__ also for a
-                // subclass, whose own repr may be anything).
-                let text = obj
-                    .py()
-                    .get_type::<PyInt>()
-                    .call_method1("__repr__", (i,))?;
-                out.push_str(str_of(text.cast::<PyString>()?)?);
-            }
+            Err(_) => write_big_int(i, out)?,
         }
     } else if let Ok(f) = obj.cast::<PyFloat>() {
         write_float(f.value(), out)?;
+    } else if let Some(text) = decimal_text(obj)? {
+        out.push_str(&text);
     } else {
         return Err(PyTypeError::new_err(format!(
             "{} is not a JSON value (accepted: dict with str keys, list, str, int, float, bool, \
@@ -566,18 +560,117 @@ enum Text {
     Scratch,
 }
 
-/// A JSON number's text as a Python int (no fraction or exponent) or float.
+/// The most digits converted between an int and its text in one step: CPython refuses more
+/// than 4300 (`sys.set_int_max_str_digits`), so longer ones go in parts.
+const INT_DIGITS_AT_ONCE: usize = 4000;
+
+/// A JSON number's text as a Python int (no fraction or exponent) or float; a number a float
+/// cannot hold (`1E+400`, which would become infinity, or `1e-400`, which would become 0) is
+/// a `decimal.Decimal` of the exact text, so nothing is lost and it goes back unchanged.
 fn number<'py>(py: Python<'py>, text: &str, float: bool) -> PyResult<Bound<'py, PyAny>> {
     if !float {
         if let Ok(n) = text.parse::<i64>() {
             return Ok(n.into_pyobject(py)?.into_any());
         }
-        return py.get_type::<PyInt>().call1((text,));
+        return big_int(py, text);
     }
     let v: f64 = text
         .parse()
         .map_err(|_| PyValueError::new_err(format!("bad number {text}")))?;
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    let lost = !v.is_finite() || (v == 0.0 && mantissa.bytes().any(|c| matches!(c, b'1'..=b'9')));
+    if lost {
+        return py.import("decimal")?.getattr("Decimal")?.call1((text,));
+    }
     Ok(PyFloat::new(py, v).into_any())
+}
+
+/// An integer's decimal text as a Python int, in parts of at most [`INT_DIGITS_AT_ONCE`]
+/// digits.
+fn big_int<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let int = py.get_type::<PyInt>();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text),
+    };
+    if digits.len() <= INT_DIGITS_AT_ONCE {
+        return int.call1((text,));
+    }
+    let mut value = 0i64.into_pyobject(py)?.into_any();
+    let mut at = 0;
+    while at < digits.len() {
+        let end = (at + INT_DIGITS_AT_ONCE).min(digits.len());
+        let part = int.call1((&digits[at..end],))?;
+        let scale = 10i64.into_pyobject(py)?.pow((end - at) as u32, py.None())?;
+        value = value.mul(scale)?.add(part)?;
+        at = end;
+    }
+    if negative {
+        value = value.neg()?;
+    }
+    Ok(value)
+}
+
+/// A Python int beyond 64 bits as its decimal text (`int.__repr__`, also for a subclass, whose
+/// own repr may be anything; in parts when it has more digits than CPython converts at once).
+fn write_big_int(i: &Bound<'_, PyInt>, out: &mut String) -> PyResult<()> {
+    let py = i.py();
+    let int = py.get_type::<PyInt>();
+    if let Ok(text) = int.call_method1("__repr__", (i,)) {
+        out.push_str(str_of(text.cast::<PyString>()?)?);
+        return Ok(());
+    }
+    // Too many digits for one conversion: parts of INT_DIGITS_AT_ONCE digits, lowest first.
+    let zero = 0i64.into_pyobject(py)?;
+    let negative = i.lt(&zero)?;
+    let mut rest = if negative {
+        i.neg()?
+    } else {
+        i.clone().into_any()
+    };
+    let unit = 10i64
+        .into_pyobject(py)?
+        .pow(INT_DIGITS_AT_ONCE as u32, py.None())?;
+    let mut parts: Vec<String> = Vec::new();
+    while rest.gt(&zero)? {
+        let pair = rest.divmod(&unit)?;
+        let part = int.call_method1("__repr__", (pair.get_item(1)?,))?;
+        parts.push(str_of(part.cast::<PyString>()?)?.to_string());
+        rest = pair.get_item(0)?;
+    }
+    if negative {
+        out.push('-');
+    }
+    for (k, part) in parts.iter().rev().enumerate() {
+        if k == 0 {
+            out.push_str(part);
+        } else {
+            // Every part but the highest has all its digits, leading zeros included.
+            out.push_str(&"0".repeat(INT_DIGITS_AT_ONCE - part.len()));
+            out.push_str(part);
+        }
+    }
+    Ok(())
+}
+
+/// The JSON text of a finite `decimal.Decimal` (how numbers a float cannot hold come out),
+/// `None` for any other object. A NaN or infinite Decimal is refused, as float ones are.
+fn decimal_text(obj: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let py = obj.py();
+    let decimal = py.import("decimal")?.getattr("Decimal")?;
+    if !obj.is_instance(&decimal)? {
+        return Ok(None);
+    }
+    if !obj.call_method0("is_finite")?.is_truthy()? {
+        return Err(PyValueError::new_err(format!(
+            "{} is not a JSON number (NaN and infinity have no JSON form)",
+            obj.repr()?
+        )));
+    }
+    let text = obj.str()?;
+    let text = str_of(&text)?;
+    // `Decimal("1E+400")` reads "1E+400", `Decimal("2.50")` "2.50": JSON numbers as they are.
+    Ok(Some(text.to_string()))
 }
 
 /// A crate `Value` (numbers as their exact text) as a Python value.

@@ -13,9 +13,10 @@ use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
+use agentlog_core::event::Block;
 use agentlog_core::event::{parse_draft_line, parse_json, Draft, ReasonKind, Value};
 use agentlog_core::log::Durability;
-use agentlog_core::projection::{render, Format};
+use agentlog_core::projection::{render, Format, Messages, Role};
 use agentlog_core::session::{HeaderLine, Session as CoreSession, SessionReader};
 use agentlog_core::store::{ForkPoint, ImportOptions, NewSession, Query, Store as CoreStore};
 use agentlog_core::Error as CoreError;
@@ -60,6 +61,45 @@ fn draft_of(event: &Bound<'_, PyAny>, buf: &mut String) -> PyResult<Draft> {
         ));
     };
     parsed.map_err(|e| to_py(py, CoreError::Parse(e)))
+}
+
+/// How the crate's stand-in for a message whose event can no longer be read starts (a log
+/// damaged after its checkpoint was written; docs/design.md, "Checkpoints").
+const STAND_IN: &str = "agentlog: the message of the event at seq ";
+
+/// A history holding a stand-in is damage: the error of reading that event (as `agentlog
+/// derive` fails), never a made-up system message handed to a model.
+fn refuse_stand_ins(reader: &SessionReader, messages: &Messages) -> CoreResult<()> {
+    for m in messages.iter() {
+        let stand_in = m.role == Role::System
+            && matches!(m.content.first(), Some(Block::Text { text, .. }) if text.starts_with(STAND_IN));
+        if stand_in {
+            reader.get(m.source_seq)?;
+        }
+    }
+    Ok(())
+}
+
+/// `at=N` of `messages`: at most the events the log holds (as `agentlog derive --at`).
+fn check_at(at: Option<u64>, len: u64) -> PyResult<u64> {
+    match at {
+        Some(n) if n > len => Err(PyValueError::new_err(format!(
+            "at={n}: the session holds {len} events"
+        ))),
+        Some(n) => Ok(n),
+        None => Ok(len),
+    }
+}
+
+/// One `RuntimeWarning` per message (sessions a store-wide call left out).
+fn warn_all(py: Python<'_>, messages: &[String]) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+    for m in messages {
+        let text = std::ffi::CString::new(m.replace('\0', " "))
+            .map_err(|e| errors::internal(e.to_string()))?;
+        PyErr::warn(py, &category, &text, 1)?;
+    }
+    Ok(())
 }
 
 fn format_of(name: &str) -> PyResult<Format> {
@@ -178,7 +218,8 @@ impl Store {
 
     /// The sessions that are not deleted, sorted by id, as `agentlog ls --json` prints them:
     /// dicts of `id`, `title`, `state`, `events`, `bytes`, `createdAt`, `lastEventTime`,
-    /// `parentSession` (times in epoch milliseconds, None for what is absent).
+    /// `parentSession`, `seedLength` (times in epoch milliseconds, None for what is absent;
+    /// `seedLength`: the events a fork copied from its parent).
     fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let infos = detached(py, || self.store.list())?;
         let mut keys = Keys::default();
@@ -205,6 +246,17 @@ impl Store {
                 path: path.clone(),
                 source: e,
             })?;
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                // Read as a file, it fails on its first line: an I/O error, not a refused line.
+                return Err(CoreError::Io {
+                    op: "read",
+                    path: path.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::IsADirectory,
+                        "it is a directory, not a JSONL file",
+                    ),
+                });
+            }
             self.store.import(
                 std::io::BufReader::with_capacity(1 << 20, file),
                 ImportOptions { id, title: None },
@@ -241,8 +293,13 @@ impl Store {
     /// "tool" or "tool/*", or "*"); `tool`: the calls, results and approvals of that tool;
     /// `turn`: the events of that turn; `since` (inclusive) and `until` (exclusive): epoch
     /// milliseconds; `text`: a case-insensitive substring of the events' text; `limit`: at most
-    /// that many.
-    #[pyo3(signature = (session=None, r#type=None, tool=None, turn=None, since=None, until=None, text=None, limit=None))]
+    /// that many. Over the whole store (no `session`), a session that cannot be read (damaged)
+    /// is left out with a `RuntimeWarning` naming it and its error, as the command line names
+    /// it on stderr; a session named in `session` raises its error.
+    #[pyo3(
+        signature = (session=None, r#type=None, tool=None, turn=None, since=None, until=None, text=None, limit=None),
+        text_signature = "($self, session=None, type=None, tool=None, turn=None, since=None, until=None, text=None, limit=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -264,7 +321,9 @@ impl Store {
             }
         };
         let mut q = Query::new();
-        for s in strings(session)? {
+        let named = strings(session)?;
+        let whole_store = named.is_empty();
+        for s in named {
             q = q.session(s);
         }
         for t in strings(r#type)? {
@@ -288,16 +347,28 @@ impl Store {
         if let Some(n) = limit {
             q = q.limit(n);
         }
-        let found = detached(py, || {
+        let (found, skipped) = detached(py, || {
             let mut found: Vec<(String, Vec<u8>)> = Vec::new();
-            self.store.search(&q, |id, e| {
-                let mut buf = Vec::with_capacity(256);
-                e.write_canonical(&mut buf);
-                found.push((id.to_string(), buf));
-                std::ops::ControlFlow::Continue(())
-            })?;
-            Ok(found)
+            let mut skipped: Vec<String> = Vec::new();
+            self.store.search_skipping(
+                &q,
+                |id, e| {
+                    let mut buf = Vec::with_capacity(256);
+                    e.write_canonical(&mut buf);
+                    found.push((id.to_string(), buf));
+                    std::ops::ControlFlow::Continue(())
+                },
+                |id, e| {
+                    if !whole_store {
+                        return Err(e);
+                    }
+                    skipped.push(format!("session {id} left out of the search: {e}"));
+                    Ok(())
+                },
+            )?;
+            Ok((found, skipped))
         })?;
+        warn_all(py, &skipped)?;
         let mut keys = Keys::default();
         gc_paused(py, || {
             let out = PyList::empty(py);
@@ -312,13 +383,22 @@ impl Store {
     }
 
     /// Statistics as `agentlog stats --json` prints them: of session `id`, or (None) summed
-    /// over the store's sessions, with a last member `sessions`.
+    /// over the store's sessions, with a last member `sessions`. Summed over the store, a
+    /// session that cannot be read (damaged) is left out with a `RuntimeWarning` naming it.
     #[pyo3(signature = (id=None))]
     fn stats<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let mut skipped: Vec<String> = Vec::new();
         let v = detached(py, || match id {
             Some(id) => Ok(self.store.open_reader(id)?.stats()?.to_json()),
-            None => Ok(self.store.stats()?.to_json()),
+            None => Ok(self
+                .store
+                .stats_skipping(|id, e| {
+                    skipped.push(format!("session {id} left out of the statistics: {e}"));
+                    Ok(())
+                })?
+                .to_json()),
         })?;
+        warn_all(py, &skipped)?;
         value_out(py, &v)
     }
 
@@ -410,6 +490,17 @@ impl Session {
     /// Appends several events (dicts or lines) in one call: each is checked against the state
     /// the earlier ones leave, and if any is refused none is written. Returns their seqs.
     fn append_many(&self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<Vec<Option<u64>>> {
+        // One event where a list of them is expected: a dict would be iterated as its keys and
+        // a str as its characters, each refused as a line of its own.
+        if events.cast::<PyDict>().is_ok()
+            || events.cast::<PyString>().is_ok()
+            || events.cast::<PyBytes>().is_ok()
+        {
+            return Err(PyTypeError::new_err(
+                "append_many takes an iterable of events (dicts or JSONL lines), not one event: \
+                 use append(event), or append_many([event])",
+            ));
+        }
         let mut buf = String::new();
         let mut drafts = Vec::new();
         for (i, ev) in events.try_iter()?.enumerate() {
@@ -444,7 +535,8 @@ impl Session {
 
     /// The turn state and what is open, as `agentlog status --json` prints it: a dict of
     /// `state`, `openTurn`, `openStep`, `unansweredCalls`, `pendingApprovals`, `closedUnanswered`
-    /// (calls whose step ended without a result), `events`.
+    /// (calls whose step ended without a result), `events`, `lastTurnEnd` (`{"turn","reason"}`
+    /// of the last turn that ended, None before one has).
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = self.with_gil(py, |s| Ok(s.lifecycle().status_json(s.len())))?;
         value_out(py, &v)
@@ -461,11 +553,15 @@ impl Session {
         at: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let format = format_of(format)?;
+        let len = self.with(py, |s| Ok(s.len()))?;
+        let at = at.map(|n| check_at(Some(n), len)).transpose()?;
         let v = self.with(py, |s| {
+            let reader = s.reader();
             let messages = match at {
                 None => s.messages(),
-                Some(n) => s.reader().messages_at(n)?,
+                Some(n) => reader.messages_at(n)?,
             };
+            refuse_stand_ins(&reader, &messages)?;
             Ok(render(format, &messages))
         })?;
         value_out(py, &v)
@@ -506,6 +602,7 @@ impl Session {
         self.with_gil(py, |s| Ok(s.len() as usize))
     }
 
+    /// The session itself: `with store.create() as s:` closes it at the end of the block.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
@@ -602,7 +699,8 @@ impl Reader {
         let r = self.fresh(py)?;
         let timeout = match timeout {
             None => None,
-            Some(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t)),
+            // Longer than a Duration holds (about 5.8e11 years): no timeout.
+            Some(t) if t.is_finite() && t >= 0.0 => Duration::try_from_secs_f64(t).ok(),
             Some(t) => {
                 return Err(PyValueError::new_err(format!(
                     "timeout {t} is not a number of seconds >= 0"
@@ -660,8 +758,10 @@ impl Reader {
     ) -> PyResult<Bound<'py, PyAny>> {
         let format = format_of(format)?;
         let r = self.fresh(py)?;
+        let n = check_at(at, r.len())?;
         let v = detached(py, || {
-            let messages = r.messages_at(at.unwrap_or(r.len()).min(r.len()))?;
+            let messages = r.messages_at(n)?;
+            refuse_stand_ins(&r, &messages)?;
             Ok(render(format, &messages))
         })?;
         value_out(py, &v)
@@ -694,13 +794,57 @@ fn export_file(r: &SessionReader, path: &std::path::Path, header: bool) -> CoreR
         path: p.to_path_buf(),
         source: e,
     };
+    // A device, a pipe or a link into /proc or /dev (`/dev/stdout`, `/dev/null`) is written in
+    // place: a rename would replace it with a regular file (as root, the machine's own).
+    let special = |p: &std::path::Path| p.starts_with("/proc") || p.starts_with("/dev");
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+        || special(path)
+        || std::fs::read_link(path).is_ok_and(|t| special(&path.with_file_name(t)))
+    {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(std::fs::metadata(path).is_ok_and(|m| m.is_file()))
+            .open(path)
+            .map_err(|e| io("open", path, e))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let n = r.export(&mut w, header_line(header), |_| {})?;
+        w.into_inner()
+            .map_err(|e| io("write", path, e.into_error()))?;
+        return Ok(n);
+    }
+    // Another link: its target is replaced, not the link.
+    if path.is_dir() {
+        return Err(io(
+            "write",
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory; give a file name",
+            ),
+        ));
+    }
+    let resolved = std::fs::canonicalize(path)
+        .or_else(|_| std::fs::read_link(path).map(|t| path.with_file_name(t)));
+    let path = match (std::fs::symlink_metadata(path), &resolved) {
+        (Ok(m), Ok(target)) if m.file_type().is_symlink() => target.as_path(),
+        _ => path,
+    };
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let file = std::fs::File::create(&temp).map_err(|e| io("create", &temp, e))?;
+        // Readable by its owner only, as the CLI's `export -o`: a session may hold secrets.
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+                .map_err(|e| io("create", &temp, e))?
+        };
         let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
         let n = r.export(&mut w, header_line(header), |_| {})?;
         let file = w
@@ -708,6 +852,12 @@ fn export_file(r: &SessionReader, path: &std::path::Path, header: bool) -> CoreR
             .map_err(|e| io("write", &temp, e.into_error()))?;
         file.sync_all().map_err(|e| io("sync", &temp, e))?;
         std::fs::rename(&temp, path).map_err(|e| io("rename", &temp, e))?;
+        // The rename is durable once the directory is synced.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
         Ok(n)
     })();
     if result.is_err() {

@@ -593,3 +593,130 @@ def test_store_path_reprs_and_sync_durability(store_dir):
         r = s.reader()
         assert r.id == "sy" and repr(r) == 'agentlog.Reader("sy")' and len(r) == 11
     assert [stripped(e) for e in store.reader("sy").events()] == turn(1)
+
+
+# --- regressions of the 2026-12-07 sweep -----------------------------------------------------
+
+
+def test_messages_of_a_log_damaged_after_its_checkpoint_raise(store, store_dir):
+    """A log damaged after its checkpoint was written: messages() returned a history holding a
+    made-up system message ("agentlog: the message of the event at seq 10 cannot be read")
+    where the damaged message was. It raises CorruptionError now, as `agentlog derive` fails."""
+    with store.create(id="c1") as s:
+        for i in range(50):
+            s.append({"type": "user/message", "data": {"role": "user", "content": [
+                {"type": "text", "text": f"msg {i} " + "p" * 50}]}})
+    seg = next((store_dir / "sessions" / "c1").glob("*.seg"))
+    data = bytearray(seg.read_bytes())
+    data[data.index(b"msg 10 ") + 3] ^= 0x01
+    seg.write_bytes(bytes(data))
+    for fmt in ("neutral", "openai", "anthropic"):
+        with pytest.raises(agentlog.CorruptionError) as ei:
+            store.reader("c1").messages(fmt)
+        assert ei.value.seq == 10
+    with store.open("c1") as w:
+        with pytest.raises(agentlog.CorruptionError):
+            w.messages()
+
+
+def test_messages_at_beyond_the_log_is_refused(store):
+    """messages(at=N) with N past the log returned the whole history; it is refused, as
+    `derive --at` refuses it."""
+    with store.create(id="m") as s:
+        s.append_many(turn(1))
+        with pytest.raises(ValueError, match="holds 11 events"):
+            s.messages(at=12)
+        assert s.messages(at=11) == s.messages()
+    with pytest.raises(ValueError, match="holds 11 events"):
+        store.reader("m").messages(at=99)
+
+
+def test_follow_with_a_timeout_longer_than_a_duration_waits(store):
+    """follow(timeout=1e20) panicked in Rust (PyO3's PanicException, which `except Exception`
+    does not catch). A timeout longer than the crate's clock holds means no timeout."""
+    with store.create(id="f") as s:
+        s.append_many(turn(1))
+    events = store.reader("f").follow(start=0, timeout=1e20)
+    assert next(events)["seq"] == 0
+
+
+def test_ints_of_any_length_and_numbers_a_float_cannot_hold(store):
+    """An int of more than 4300 digits made the session unreadable from Python (CPython's limit
+    on int/str conversion), and could not be appended; `1E+400` came back as infinity, which
+    append refuses and json.dumps writes as `Infinity`. Both now round-trip exactly: the int as
+    an int, the number a float cannot hold as a decimal.Decimal of its text."""
+    import decimal
+    huge = 7 * 10 ** 5000 + 12345
+    with store.create(id="n") as s:
+        s.append({"type": "x/num", "data": {"v": huge, "w": -huge}})
+        s.append('{"type":"x/num","data":{"big":1E+400,"tiny":1e-400,"plain":2.5}}')
+    r = store.reader("n")
+    first = r.get(0)["data"]
+    assert first["v"] == huge and first["w"] == -huge
+    second = r.get(1)["data"]
+    assert second["big"] == decimal.Decimal("1E+400")
+    assert second["tiny"] == decimal.Decimal("1e-400")
+    assert second["plain"] == 2.5 and isinstance(second["plain"], float)
+    # What came out goes back in with the same values (a Decimal writes its own notation:
+    # `1e-400` comes back as `1E-400`).
+    with store.create(id="copy") as c:
+        c.append_many([{k: v for k, v in e.items() if k != "seq"} for e in r.events()])
+    assert list(store.reader("copy").events()) == list(r.events())
+    assert store.reader("copy").export().splitlines()[0] == r.export().splitlines()[0]
+    with pytest.raises(ValueError):
+        with store.create(id="nan") as s:
+            s.append({"type": "x/num", "data": {"v": decimal.Decimal("NaN")}})
+
+
+def test_append_many_of_one_event_says_it_takes_a_list(store):
+    """append_many(event) iterated a dict's keys (or a str's characters) and refused each as a
+    line of its own; it now says it takes an iterable of events."""
+    with store.create(id="a") as s:
+        for one in ({"type": "turn/start", "data": {"turn": 1}}, '{"type":"turn/start","data":{"turn":1}}'):
+            with pytest.raises(TypeError, match="not one event"):
+                s.append_many(one)
+        assert len(s) == 0
+
+
+def test_io_errors_name_the_path_given(store, tmp_path):
+    """import_jsonl(a directory) raised ParseError ("line 1: read failed"), and export(a
+    directory) named an internal temporary file."""
+    d = tmp_path / "adir"
+    d.mkdir()
+    with pytest.raises(agentlog.Error) as ei:
+        store.import_jsonl(d)
+    assert not isinstance(ei.value, agentlog.ParseError)
+    assert str(d) in str(ei.value)
+    with store.create(id="x") as s:
+        s.append({"type": "x/y", "data": {}})
+    with pytest.raises(agentlog.Error) as ei:
+        store.reader("x").export(d)
+    assert str(d) in str(ei.value) and ".tmp" not in str(ei.value)
+
+
+def test_store_wide_search_and_stats_leave_a_damaged_session_out_with_a_warning(store, store_dir):
+    """One damaged session stopped store.search() and store.stats() with CorruptionError,
+    returning nothing of the others; the command line names it and serves the rest. They now
+    leave it out with a RuntimeWarning naming it; naming it in `session=` still raises."""
+    for sid in ("a-bad", "b-good"):
+        with store.create(id=sid) as s:
+            s.append_many(turn(1))
+    seg = next((store_dir / "sessions" / "a-bad").glob("*.seg"))
+    data = bytearray(seg.read_bytes())
+    data[data.index(b"list files") + 2] ^= 0x01
+    seg.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match="a-bad"):
+        found = store.search(text="two files")
+    assert [f["session"] for f in found] == ["b-good"]
+    with pytest.warns(RuntimeWarning, match="a-bad"):
+        stats = store.stats()
+    assert stats["sessions"] == 1
+    with pytest.raises(agentlog.CorruptionError):
+        store.search(session="a-bad", text="two files")
+
+
+def test_search_signature_names_type(store):
+    """inspect.signature(Store.search) showed `type=Ellipsis`."""
+    sig = inspect.signature(agentlog.Store.search)
+    assert sig.parameters["type"].default is None
+    assert agentlog.Session.__enter__.__doc__
