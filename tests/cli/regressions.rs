@@ -881,6 +881,32 @@ mod messages_of_the_2026_12_07_sweep {
         assert!(said.contains("--idle-days"), "{said}");
     }
 
+    /// "no session" from `archive`, `delete`, `unarchive`, `secrets`, `redact` and `purge`
+    /// left out the store it looked in, which every other command names.
+    #[test]
+    fn no_session_names_the_store_everywhere() {
+        let cli = Cli::new();
+        cli.run(&["create", "--id", "s"]).ok();
+        let store = cli.store().display().to_string();
+        for args in [
+            vec!["archive", "nosuch"],
+            vec!["delete", "nosuch"],
+            vec!["unarchive", "nosuch"],
+            vec!["secrets", "nosuch"],
+            vec!["redact", "nosuch"],
+            vec!["purge", "nosuch", "--turn", "1"],
+            vec!["show", "nosuch"],
+        ] {
+            let run = cli.run(&args);
+            assert!(
+                run.stderr
+                    .contains(&format!("no session \"nosuch\" in store {store}")),
+                "{args:?}: {}",
+                run.stderr
+            );
+        }
+    }
+
     /// `show --type ''` answered "no event of type ;".
     #[test]
     fn an_empty_type_filter_is_a_usage_error() {

@@ -28,6 +28,18 @@ pub struct Target {
 }
 
 impl Ctx {
+    /// [`explain`] for a session of this store: "no session" also names the store.
+    pub fn explain(&self, e: agentlog::Error, label: &str) -> anyhow::Error {
+        match e {
+            agentlog::Error::NotFound(_) => anyhow!(
+                "no session {label:?} in store {} (list sessions with `agentlog ls`; choose the \
+                 store with --store DIR or $AGENTLOG_STORE)",
+                self.shown()
+            ),
+            other => explain(other, label),
+        }
+    }
+
     /// The store named by `--store`, else `$AGENTLOG_STORE` (when not empty), else `./.agentlog`.
     pub fn new(store: Option<PathBuf>) -> Ctx {
         let root = store

@@ -12,7 +12,7 @@ use agentlog::event::Value;
 
 use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
-use crate::target::{explain, explain_ref, Ctx};
+use crate::target::{explain_ref, Ctx};
 
 /// Archive sessions: compressed, they stay readable (show, export, search, …), appends are refused
 ///
@@ -107,7 +107,7 @@ fn each(
                 done.push(id.clone());
             }
             Err(e) => {
-                eprintln!("error: {:#}", explain(e, id));
+                eprintln!("error: {:#}", ctx.explain(e, id));
                 failed = true;
             }
         }

@@ -11,7 +11,7 @@ use agentlog::store::{PurgeRange, RewriteReport, Store};
 
 use crate::cmd::{object, print_json};
 use crate::output::{Color, Paint};
-use crate::target::{explain, Ctx};
+use crate::target::Ctx;
 
 const RULES_HELP: &str = "\
 Rules: the sets credentials (aws-access-key-id, aws-secret-access-key, anthropic-key, openai-key,
@@ -178,7 +178,7 @@ fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
             Ok(f) => f,
             Err(e) => {
                 // Named and skipped: the other sessions are still scanned.
-                eprintln!("error: {:#}", explain(e, &id));
+                eprintln!("error: {:#}", ctx.explain(e, &id));
                 unread += 1;
                 continue;
             }
@@ -264,7 +264,7 @@ pub fn run_redact(ctx: &Ctx, a: RedactArgs) -> Result<ExitCode> {
                 print_reports(&reports, "matches replaced", a.json)?;
             }
             Err(e) => {
-                eprintln!("error: {:#}", explain(e, &id));
+                eprintln!("error: {:#}", ctx.explain(e, &id));
                 failed = true;
             }
         }
@@ -306,7 +306,9 @@ pub fn run_purge(ctx: &Ctx, a: PurgeArgs) -> Result<ExitCode> {
         (None, None) => bail!("give --turn N or --seq A..B"),
     };
     let store = store(ctx)?;
-    let reports = store.purge(&a.id, range).map_err(|e| explain(e, &a.id))?;
+    let reports = store
+        .purge(&a.id, range)
+        .map_err(|e| ctx.explain(e, &a.id))?;
     if reports.is_empty() && !a.json {
         eprintln!("nothing to purge: the events there are purged already");
     }
