@@ -673,6 +673,7 @@ impl Reader {
             batch: Batch::default(),
             batch_size: FIRST_BATCH_EVENTS,
             keys: Keys::default(),
+            folder: None,
         })
     }
 
@@ -693,7 +694,8 @@ impl Reader {
 
     /// An iterator that yields the events from `start` (None: the end of the log now, so only
     /// new events) and then waits for new ones, like `tail -f`. It stops when `timeout`
-    /// seconds pass without a new event (None: waits for ever; Ctrl-C interrupts it).
+    /// seconds pass without a new event (None: waits for ever; Ctrl-C interrupts it). A
+    /// session `redact` or `purge` rewrites meanwhile is followed in its new files.
     #[pyo3(signature = (start=None, timeout=None))]
     fn follow(&self, py: Python<'_>, start: Option<u64>, timeout: Option<f64>) -> PyResult<Events> {
         let r = self.fresh(py)?;
@@ -709,6 +711,7 @@ impl Reader {
         };
         Ok(Events {
             next: start.unwrap_or(r.len()),
+            folder: folder_id(r.dir()),
             reader: r,
             stop: None,
             timeout,
@@ -891,6 +894,16 @@ struct Events {
     batch: Batch,
     batch_size: u64,
     keys: Keys,
+    /// When following: the (device, inode) of the session's folder. `redact` and `purge`
+    /// rewrite a session into a new folder swapped in under its name; a reader of the old
+    /// files would wait for nothing, so the new ones are opened.
+    folder: Option<(u64, u64)>,
+}
+
+/// The (device, inode) of a folder, if it can be read.
+fn folder_id(dir: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Events {
@@ -949,7 +962,14 @@ impl Events {
                 None => Duration::from_millis(100),
             };
             let reader = &mut self.reader;
-            let len = detached(py, || reader.wait(slice))?;
+            let mut len = detached(py, || reader.wait(slice))?;
+            let now = folder_id(self.reader.dir());
+            if self.folder.is_some() && now.is_some() && now != self.folder {
+                let dir = self.reader.dir().to_path_buf();
+                self.reader = detached(py, || SessionReader::open(&dir))?;
+                self.folder = now;
+                len = self.reader.len();
+            }
             if len > self.next {
                 return Ok(true);
             }

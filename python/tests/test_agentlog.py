@@ -720,3 +720,16 @@ def test_search_signature_names_type(store):
     sig = inspect.signature(agentlog.Store.search)
     assert sig.parameters["type"].default is None
     assert agentlog.Session.__enter__.__doc__
+
+
+def test_follow_goes_on_after_a_purge_rewrites_the_session(store, store_dir, cli):
+    """follow() went silent once `purge` (or `redact`) rewrote the session: it waited on the
+    old files. It now follows the new ones: the purge's audit event, then what is appended."""
+    with store.create(id="p") as s:
+        s.append_many(turn(1))
+    events = store.reader("p").follow(timeout=10)
+    run_cli(cli, store_dir, "purge", "p", "--seq", "1..1")
+    assert next(events)["type"] == "audit/purge"
+    with store.open("p") as s:
+        s.append(turn(2)[0])
+    assert next(events)["type"] == "turn/start"
