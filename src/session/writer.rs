@@ -413,13 +413,7 @@ impl Session {
             r.redact_event(&mut event);
         }
         event.seq = inner.lifecycle.len();
-        if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
-            let f = Facts {
-                seq: given,
-                ..Facts::of(&event)
-            };
-            inner.lifecycle.check(&f)?;
-        }
+        check_given_seq(&inner.lifecycle, &event, draft.seq)?;
         event.time = draft.time.unwrap_or_else(|| now_ms().max(inner.last_time));
         check_shape(&event)?;
         let facts = Facts::of(&event);
@@ -529,13 +523,7 @@ impl Session {
                 r.redact_event(&mut event);
             }
             event.seq = lifecycle.len();
-            if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
-                let f = Facts {
-                    seq: given,
-                    ..Facts::of(&event)
-                };
-                lifecycle.check(&f)?;
-            }
+            check_given_seq(lifecycle, &event, draft.seq)?;
             event.time = draft.time.unwrap_or_else(|| now_ms().max(last_time));
             check_shape(&event)?;
             let facts = Facts::of(&event);
@@ -869,14 +857,22 @@ fn surface_error(
 fn check_dropped(lifecycle: &Lifecycle, draft: Draft) -> Result<()> {
     let mut event = draft.event;
     event.seq = lifecycle.len();
-    if let Some(given) = draft.seq.filter(|&g| g != event.seq) {
+    check_given_seq(lifecycle, &event, draft.seq)?;
+    lifecycle.check(&Facts::of(&event))?;
+    Ok(())
+}
+
+/// A seq the caller gave (`draft.seq`) must be the next one, `event.seq`: another is refused
+/// by the lifecycle rule that names it, checked as the event at the seq given.
+#[inline]
+fn check_given_seq(lifecycle: &Lifecycle, event: &Event, given: Option<u64>) -> Result<()> {
+    if let Some(given) = given.filter(|&g| g != event.seq) {
         let f = Facts {
             seq: given,
-            ..Facts::of(&event)
+            ..Facts::of(event)
         };
         lifecycle.check(&f)?;
     }
-    lifecycle.check(&Facts::of(&event))?;
     Ok(())
 }
 

@@ -1013,18 +1013,17 @@ mod non_utf8_file_names {
     #[test]
     fn files_whose_names_are_not_utf8_are_imported() {
         let cli = Cli::new();
+        let import = |args: &[&str], file: &std::path::Path| {
+            let out = cli.command(args).arg(file).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
         let name = cli.dir.path().join(OsStr::from_bytes(b"caf\xe9.jsonl"));
         std::fs::copy(example("fix-typo.jsonl"), &name).unwrap();
-        let out = cli
-            .command(&["import", "--id", "s"])
-            .arg(&name)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        import(&["import", "--id", "s"], &name);
         assert_eq!(cli.run(&["export", "s"]).ok().lines().count(), 10);
         let claude = cli.dir.path().join(OsStr::from_bytes(b"t\xff.jsonl"));
         std::fs::copy(
@@ -1033,15 +1032,6 @@ mod non_utf8_file_names {
             &claude,
         )
         .unwrap();
-        let out = cli
-            .command(&["import", "--from", "auto"])
-            .arg(&claude)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        import(&["import", "--from", "auto"], &claude);
     }
 }
