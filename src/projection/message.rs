@@ -339,6 +339,8 @@ pub struct Messages(
     pub(crate) imbl::OrdMap<u64, Arc<str>>,
     /// The calls unanswered in a step still open (in flight): seq → callId.
     pub(crate) imbl::OrdMap<u64, Arc<str>>,
+    /// The seq of the last `step/end` or `turn/end` ([`Messages::last_step_end`]).
+    pub(crate) Option<u64>,
 );
 
 impl Messages {
@@ -381,6 +383,12 @@ impl Messages {
     /// callId)`, in seq order. Empty for a history built by hand.
     pub fn closed_unanswered(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
         self.1.iter().map(|(seq, id)| (*seq, &**id))
+    }
+
+    /// The seq of the last `step/end` or `turn/end` applied: every message before it belongs to
+    /// a step that has ended. `None` before one, and for a history built by hand.
+    pub(crate) fn last_step_end(&self) -> Option<u64> {
+        self.3
     }
 
     /// The tool calls without a result in a step still open (their tools may be running):
@@ -450,6 +458,7 @@ impl FromIterator<Message> for Messages {
             },
             imbl::OrdMap::new(),
             imbl::OrdMap::new(),
+            None,
         )
     }
 }

@@ -65,6 +65,9 @@ pub struct Projector {
     last_seq: Option<u64>,
     /// The calls whose step or turn ended while they were unanswered: seq → callId.
     closed_unanswered: imbl::OrdMap<u64, Arc<str>>,
+    /// The seq of the last `step/end` or `turn/end`: a message before it is in a step that has
+    /// ended (the renderings answer its tool uses that have no result and no `tool/call`).
+    last_end: Option<u64>,
     /// Drop the answered calls of a turn when it ends (a session's writer and the checkpoints:
     /// the lifecycle rules refuse a result for a call of another turn, so memory need not grow
     /// with the number of calls). Off by default: [`tool_call`](Self::tool_call) and
@@ -257,6 +260,7 @@ impl Projector {
             Plan::Skip => {}
             Plan::Call(call) => self.track_call(event.seq, call),
             Plan::End { turn, step } => {
+                self.last_end = Some(event.seq);
                 for call in self.open.values() {
                     if call.turn == turn && step.is_none_or(|s| s == call.step) {
                         self.closed_unanswered
@@ -305,6 +309,7 @@ impl Projector {
             self.surface.clone(),
             self.closed_unanswered.clone(),
             in_flight,
+            self.last_end,
         )
     }
 
@@ -822,6 +827,7 @@ impl Projector {
             e.u64(*seq);
             e.str(id);
         }
+        e.opt_u64(self.last_end);
         Some(())
     }
 
@@ -872,6 +878,7 @@ impl Projector {
             let seq = d.u64()?;
             p.closed_unanswered.insert(seq, Arc::from(d.str()?));
         }
+        p.last_end = d.opt_u64()?;
         Ok(p)
     }
 }

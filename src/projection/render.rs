@@ -352,8 +352,9 @@ fn blocks_at<'m>(messages: &'m Messages, places: &[(usize, usize)]) -> Vec<&'m B
 /// flight ([`Messages::in_flight`]: made after the message, unanswered, in a step still open,
 /// its tool perhaps running) gets [`OUTCOME_PENDING`] only once the conversation went on after
 /// it (a user message steering the agent); while only its siblings' results follow, it is
-/// left as it is. (A tool use in the last message without a `tool/call` is left as it is: its
-/// calls may not be logged yet.)
+/// left as it is. A tool use in the last message without a `tool/call` gets
+/// [`OUTCOME_UNKNOWN`] once its step has ended ([`Messages::last_step_end`]); before, its call
+/// may not be logged yet.
 fn synthetic_results(
     messages: &Messages,
     system_separates: bool,
@@ -410,11 +411,14 @@ fn synthetic_results(
                     .iter()
                     .any(|&(seq, c)| c == id.as_str() && seq > m.source_seq);
                 let followed = i + 1 < list.len();
+                // A tool use without a `tool/call` in a step that has ended: no call of it can
+                // be logged any more.
+                let ended = messages.last_step_end().is_some_and(|e| e > m.source_seq);
                 if flying {
                     if went_on {
                         ids.push((id.clone(), OUTCOME_PENDING));
                     }
-                } else if closed || followed {
+                } else if closed || followed || ended {
                     ids.push((id.clone(), OUTCOME_UNKNOWN));
                 }
             }

@@ -16,7 +16,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `AGLOGCKP` |
-//! | 8 | 2 | format version (2) |
+//! | 8 | 2 | format version (3) |
 //! | 10 | 2 | header size (64) |
 //! | 12 | 4 | reserved, zero |
 //! | 16 | 16 | log id |
@@ -55,9 +55,10 @@ pub const CHECKPOINT_FILE: &str = "CHECKPOINT";
 pub const CHECKPOINT_TMP_PREFIX: &str = "CHECKPOINT.tmp";
 
 const MAGIC: [u8; 8] = *b"AGLOGCKP";
-/// Version 2: the projection's nodes in a table of fixed-size entries (read lazily). A
-/// checkpoint of another version is ignored (rebuilt by the next writer): it is a cache.
-const VERSION: u16 = 2;
+/// Version 2: the projection's nodes in a table of fixed-size entries (read lazily); version 3:
+/// the projection also keeps the seq of the last `step/end` or `turn/end`. A checkpoint of
+/// another version is ignored (rebuilt by the next writer): it is a cache.
+const VERSION: u16 = 3;
 const HEADER: usize = 64;
 /// A checkpoint larger than this is not read (it is derived state, not data).
 const MAX_BODY: u64 = 1 << 32;

@@ -857,3 +857,39 @@ fn a_call_still_running_that_a_steering_message_follows_gets_a_pending_result() 
     );
     assert!(!text.contains("TOOL_OUTCOME_UNKNOWN"), "{text}");
 }
+
+/// A tool use with no `tool/call` event (an agent that logs only the assistant message) in a
+/// step that ended without a result: nothing followed it in the history, so the renderings
+/// left it unanswered, a request both providers refuse (docs/events.md §5: a tool use whose
+/// step has ended gets the synthetic result). It gets TOOL_OUTCOME_UNKNOWN now, once the step
+/// has ended; while the step is open, its call may still be logged and nothing is added.
+#[test]
+fn a_tool_use_without_a_call_gets_the_synthetic_result_once_its_step_ended() {
+    let mut log = Log::new();
+    log.turn_start(1);
+    log.user("go");
+    log.step_start(1, 1);
+    log.assistant(
+        1,
+        1,
+        r#"[{"type":"tool_use","id":"u1","name":"ls","input":{}}]"#,
+    );
+    let open = projection::messages(&log.events).unwrap();
+    let text = format!("{} {}", render_openai(&open), render_anthropic(&open));
+    assert!(!text.contains("TOOL_OUTCOME_UNKNOWN"), "{text}");
+    log.step_end(1, 1);
+    log.add(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let ended = projection::messages(&log.events).unwrap();
+    assert_accepted("a tool use without a call, its step ended", &ended);
+    let openai = render_openai(&ended);
+    assert!(
+        openai.to_string().contains(r#""tool_call_id":"u1""#),
+        "{openai}"
+    );
+    let anthropic = render_anthropic(&ended).to_string();
+    assert!(anthropic.contains("TOOL_OUTCOME_UNKNOWN"), "{anthropic}");
+}

@@ -206,6 +206,9 @@ struct Seen {
     next_turn: u64,
     messages: String,
     in_flight: Vec<(u64, String)>,
+    /// Both provider renderings: what they add (synthetic results) depends on state the
+    /// checkpoint keeps beside the messages (calls closed or in flight, the last step end).
+    rendered: String,
     stats: String,
 }
 
@@ -223,6 +226,11 @@ fn seen(dir: &Path) -> Seen {
         next_turn: l.next_turn(),
         messages: m.to_canonical_string(),
         in_flight: m.in_flight().map(|(s, id)| (s, id.to_string())).collect(),
+        rendered: format!(
+            "{} {}",
+            agentlog::projection::render_openai(&m),
+            agentlog::projection::render_anthropic(&m)
+        ),
         stats: format!("{stats:?}"),
     }
 }
@@ -548,4 +556,34 @@ fn a_crash_before_the_rename_leaves_the_old_checkpoint() {
     assert_eq!(s.len(), n + 1);
     s.close().unwrap();
     assert_eq!(covers(&dir), n + 1);
+}
+
+/// The renderings answer a tool use that has no `tool/call` once its step has ended; a reader
+/// restored from a checkpoint did not know where the last step ended (the checkpoint did not
+/// keep it) and would have left the tool use unanswered. The checkpoint (version 3) keeps it.
+#[test]
+fn a_restored_history_knows_its_last_step_end() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("s");
+    let s = Session::create(&dir, agentlog::session::SessionMeta::new("s", 0), options()).unwrap();
+    for line in [
+        r#"{"type":"turn/start","data":{"turn":1}}"#,
+        r#"{"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"go"}]}}"#,
+        r#"{"type":"step/start","data":{"turn":1,"step":1}}"#,
+        r#"{"type":"assistant/message","data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"ls","input":{}}]}}}"#,
+        r#"{"type":"step/end","data":{"turn":1,"step":1}}"#,
+        r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    ] {
+        append(&s, line);
+    }
+    s.close().unwrap();
+    assert_eq!(covers(&dir), 6);
+    let r = SessionReader::open(&dir).unwrap();
+    let rendered = agentlog::projection::render_openai(&r.messages().unwrap()).to_string();
+    assert!(rendered.contains(r#""tool_call_id":"u1""#), "{rendered}");
+    assert_eq!(
+        r.verify_checkpoint().unwrap(),
+        CheckpointCheck::Matches { covers: 6 }
+    );
+    assert_same_as_full_replay(&dir);
 }
