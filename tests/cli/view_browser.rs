@@ -641,3 +641,65 @@ fn a_link_to_an_event_opens_the_page_there() {
         browser.close_page(page);
     }
 }
+
+/// Found by a sweep of the viewer: numbers in tool inputs and arguments were shown as
+/// JavaScript rewrites them (`12345678901234567890123` as `1.2345678901234568e+22`, `1E+400`
+/// as `null`, `1.0` as `1`) and the search did not find them as the log writes them; a
+/// right-to-left override in an argument turned the page's own link text around; a turn whose
+/// user message is inside its first step had no "— message" in its header; and the CSP left
+/// form submissions open.
+#[test]
+fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let lines = [
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"user/message","seq":2,"time":2,"data":{"role":"user","content":[{"type":"text","text":"Fix the typo"}]}}"#,
+        r#"{"type":"assistant/message","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"bash","input":{"n":12345678901234567890123,"big":1E+400,"one":1.0}}]}}}"#,
+        "{\"type\":\"tool/call\",\"seq\":4,\"time\":4,\"data\":{\"turn\":1,\"step\":1,\"callId\":\"u1\",\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls \u{202e}x\\\",\\\"n\\\":6.02e23}\"}}",
+        r#"{"type":"tool/result","seq":5,"time":5,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"bash","content":"ok","isError":false}}}"#,
+        r#"{"type":"step/end","seq":6,"time":6,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"turn/end","seq":7,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    ];
+    let src = cli.dir.path().join("numbers.jsonl");
+    std::fs::write(&src, lines.join("\n") + "\n").unwrap();
+    let id = cli
+        .run(&["import", src.to_str().unwrap()])
+        .ok()
+        .trim()
+        .to_string();
+    let path = write_page(&cli, &id, "numbers");
+    let page = load(&mut browser, &path);
+    let v = browser.eval(
+        &page,
+        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         return [document.getElementById('seq-3').textContent, \
+         document.getElementById('seq-4').textContent, \
+         document.querySelectorAll('#seq-4 .sum bdi').length, \
+         document.querySelector('[data-turn=\"1\"] summary').textContent, \
+         document.querySelector('meta[http-equiv]').content]; })()",
+    );
+    let shown = v[0].as_str().unwrap();
+    for text in ["12345678901234567890123", "1E+400", "1.0"] {
+        assert!(shown.contains(text), "{text} not shown: {shown}");
+    }
+    assert!(v[1].as_str().unwrap().contains("6.02e23"), "{v}");
+    assert!(
+        v[2].as_u64().unwrap() > 0,
+        "the summary's data is isolated: {v}"
+    );
+    assert!(v[3].as_str().unwrap().contains("— Fix the typo"), "{v}");
+    assert!(v[4].as_str().unwrap().contains("form-action 'none'"), "{v}");
+    for (needle, n) in [
+        ("12345678901234567890123", 1),
+        ("1E+400", 1),
+        ("6.02e23", 1),
+    ] {
+        let (count, _) = narrow(&mut browser, &page, needle, "");
+        assert_eq!(count, count_line(n, 8), "{needle}");
+    }
+    assert_quiet(&mut browser, &page, &path);
+}

@@ -4,7 +4,8 @@
 //! canonical JSON (docs/events.md §4) in `<script type="application/json" id="agentlog-events">`,
 //! its header, its `stats` summary and the call/result pairs `show` finds; the script renders
 //! what is on screen from that data. No network request of any kind: the page has a
-//! Content-Security-Policy of `default-src 'none'` (inline style and script only).
+//! Content-Security-Policy of `default-src 'none'` (inline style and script only; no form
+//! submission, no `<base>`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -147,7 +148,8 @@ fn page(reader: &SessionReader, target: &Target, out: &mut impl Write) -> Result
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n\
+         style-src 'unsafe-inline'; script-src 'unsafe-inline'; form-action 'none'; \
+         base-uri 'none'\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"generator\" content=\"agentlog {}\">\n<title>{}</title>\n<style>\n{CSS}</style>\n\
          </head>\n<body>\n<noscript>This page shows an agentlog session with JavaScript; the \

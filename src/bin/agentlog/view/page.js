@@ -7,7 +7,8 @@
   "use strict";
   const t0 = performance.now();
   const data = (id) => JSON.parse(document.getElementById(id).textContent);
-  const EV = data("agentlog-events");
+  const RAW = document.getElementById("agentlog-events").textContent;
+  const EV = JSON.parse(RAW);
   const META = data("agentlog-session");
   const STATS = data("agentlog-stats");
   const PAIRS = data("agentlog-pairs");
@@ -15,9 +16,37 @@
   const mark = (what) => marks.push(what + " " + Math.round(performance.now() - t0));
   const resultOf = new Map(), callOf = new Map();
   for (const [c, r] of PAIRS) { resultOf.set(c, r); callOf.set(r, c); }
-  const bySeq = new Map();
-  EV.forEach((e) => bySeq.set(e.seq, e));
+  const bySeq = new Map(), indexOf = new Map();
+  EV.forEach((e, i) => { bySeq.set(e.seq, e); indexOf.set(e.seq, i); });
   const ev = (s) => bySeq.get(s);
+
+  // ---- numbers as the log holds them ---------------------------------------------------------
+  // JSON.parse turns 12345678901234567890123 into 1.2345678901234568e+22, 1E+400 into Infinity
+  // and 1.0 into 1. Where the browser gives a reviver the number's text (JSON.parse source text
+  // access, with JSON.rawJSON), an event's data is read again from its own line of the events
+  // element when it is shown or searched, keeping every number's text; elsewhere the values
+  // JavaScript gives are shown.
+  const lossless = typeof JSON.rawJSON === "function";
+  const keepText = (k, v, ctx) =>
+    typeof v === "number" && ctx && typeof ctx.source === "string" && ctx.source !== String(v) ? JSON.rawJSON(ctx.source) : v;
+  let lineStarts = null;
+  const exactCache = new Map();
+  function exact(s) {
+    if (!lossless) return ev(s);
+    let e = exactCache.get(s);
+    if (e) return e;
+    if (!lineStarts) {
+      lineStarts = [];
+      for (let at = RAW.indexOf("\n"); at >= 0; at = RAW.indexOf("\n", at + 1)) lineStarts.push(at + 1);
+    }
+    const i = indexOf.get(s);
+    let line = RAW.slice(lineStarts[i], i + 1 < lineStarts.length ? lineStarts[i + 1] - 1 : RAW.length);
+    line = line.replace(/,\s*$/, "").replace(/\s*\]\s*$/, "");
+    try { e = JSON.parse(line, keepText); } catch (_) { e = ev(s); }
+    if (exactCache.size > 2000) exactCache.clear();
+    exactCache.set(s, e);
+    return e;
+  }
 
   const CHUNK = 150;        // events per lazily rendered block
   const ROW = 24;           // estimated height of one event row (px)
@@ -120,6 +149,7 @@
   let query = "", typeSel = "", texts = null, matches = null, matchCount = EV.length;
   function strings(v, out) {
     if (typeof v === "string") out.push(v);
+    else if (lossless && v && typeof v === "object" && JSON.isRawJSON && JSON.isRawJSON(v)) out.push(v.rawJSON);
     else if (typeof v === "number" || typeof v === "boolean") out.push(String(v));
     else if (Array.isArray(v)) for (const x of v) strings(x, out);
     else if (v && typeof v === "object") for (const k in v) strings(v[k], out);
@@ -127,7 +157,7 @@
   }
   function textOf(i) {
     if (!texts) texts = new Array(EV.length);
-    if (texts[i] === undefined) texts[i] = (EV[i].type + "\n" + strings(EV[i].data, []).join("\n")).toLowerCase();
+    if (texts[i] === undefined) texts[i] = (EV[i].type + "\n" + strings(exact(EV[i].seq).data, []).join("\n")).toLowerCase();
     return texts[i];
   }
   function typeOk(t) {
@@ -270,7 +300,7 @@
   }
   const pre = (t) => h("pre", { text: t });
   function json(v) { try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); } }
-  function prettyArgs(s) { try { return JSON.stringify(JSON.parse(s), null, 2); } catch (_) { return s; } }
+  function prettyArgs(s) { try { return JSON.stringify(JSON.parse(s, lossless ? keepText : undefined), null, 2); } catch (_) { return s; } }
   function renderBlocks(blocks, box) {
     if (!Array.isArray(blocks)) return;
     for (const b of blocks) {
@@ -399,11 +429,15 @@
       h("a", { class: "seq", href: "#seq-" + s, text: String(s) }),
       h("span", { class: "time", text: clock(e.time, manyDays), title: clock(e.time, true) }),
       h("span", { class: "type c-" + color(e), text: e.type }),
-      h("span", { class: "sum" }, ...summary(e)));
+      // Each piece of data in its own bidi-isolated element: a right-to-left override in an
+      // argument must not turn the page's own text after it around.
+      h("span", { class: "sum" }, ...summary(e).map((k) => typeof k === "string" ? h("bdi", { text: k }) : k)));
     if (e.surfaceOp && e.surfaceOp.op === "replace") line.append(h("span", { class: "c-blue", text: "[replaces seqs " + e.surfaceOp.startSeq + ".." + e.surfaceOp.endSeq + "]" }));
     el.append(line);
-    const box = h("div", { class: "content" });
-    details(e, box);
+    let box = h("div", { class: "content" });
+    // The content with the numbers as the log writes them; a value the page's code cannot
+    // take as it is (an unusual number where it expects text) falls back to JavaScript's.
+    try { details(exact(s), box); } catch (_) { box = h("div", { class: "content" }); details(e, box); }
     if (box.childNodes.length) el.append(box);
     return el;
   }
@@ -441,7 +475,11 @@
     parts.push(dur(last.time - ev(g.start).time), g.steps + (g.steps === 1 ? " step" : " steps"),
       g.calls + (g.calls === 1 ? " tool call" : " tool calls"), num(g.n) + " events", clock(ev(g.start).time, manyDays));
     let first = "";
-    for (const it of g.items) if (typeof it === "number" && ev(it).type === "user/message") { first = oneLine(blocksText(ev(it).data.content), 90); break; }
+    // The first user message, also when it is inside the turn's first step.
+    for (const it of g.items) {
+      const s = (typeof it === "number" ? [it] : it.seqs).find((x) => ev(x).type === "user/message");
+      if (s !== undefined) { first = oneLine(blocksText(ev(s).data.content), 90); break; }
+    }
     return [span, " · " + parts.join(" · "), first ? h("span", { class: "meta", text: " — " + first }) : null];
   }
   function turnRows(g) {
