@@ -646,8 +646,8 @@ fn a_link_to_an_event_opens_the_page_there() {
 /// JavaScript rewrites them (`12345678901234567890123` as `1.2345678901234568e+22`, `1E+400`
 /// as `null`, `1.0` as `1`) and the search did not find them as the log writes them; a
 /// right-to-left override in an argument turned the page's own link text around; a turn whose
-/// user message is inside its first step had no "— message" in its header; and the CSP left
-/// form submissions open.
+/// user message is inside its first step had no "— message" in its header; a tool's output in
+/// text blocks was read as Markdown; and the CSP left form submissions open.
 #[test]
 fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
     let Some(mut browser) = Browser::launch() else {
@@ -660,7 +660,7 @@ fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
         r#"{"type":"user/message","seq":2,"time":2,"data":{"role":"user","content":[{"type":"text","text":"Fix the typo"}]}}"#,
         r#"{"type":"assistant/message","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"bash","input":{"n":12345678901234567890123,"big":1E+400,"one":1.0}}]}}}"#,
         "{\"type\":\"tool/call\",\"seq\":4,\"time\":4,\"data\":{\"turn\":1,\"step\":1,\"callId\":\"u1\",\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls \u{202e}x\\\",\\\"n\\\":6.02e23}\"}}",
-        r#"{"type":"tool/result","seq":5,"time":5,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"bash","content":"ok","isError":false}}}"#,
+        r#"{"type":"tool/result","seq":5,"time":5,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"bash","content":[{"type":"text","text":"ok `x`\n```\nfenced\n```"}],"isError":false}}}"#,
         r#"{"type":"step/end","seq":6,"time":6,"data":{"turn":1,"step":1}}"#,
         r#"{"type":"turn/end","seq":7,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
     ];
@@ -680,7 +680,8 @@ fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
          document.getElementById('seq-4').textContent, \
          document.querySelectorAll('#seq-4 .sum bdi').length, \
          document.querySelector('[data-turn=\"1\"] summary').textContent, \
-         document.querySelector('meta[http-equiv]').content]; })()",
+         document.querySelector('meta[http-equiv]').content, \
+         [...document.querySelectorAll('#seq-5 pre')].map(p => p.textContent).join('|')]; })()",
     );
     let shown = v[0].as_str().unwrap();
     for text in ["12345678901234567890123", "1E+400", "1.0"] {
@@ -693,6 +694,9 @@ fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
     );
     assert!(v[3].as_str().unwrap().contains("— Fix the typo"), "{v}");
     assert!(v[4].as_str().unwrap().contains("form-action 'none'"), "{v}");
+    // A tool's output given as text blocks is verbatim monospace, as a string output is (it
+    // was read as Markdown: the fence lines dropped, the backticks eaten).
+    assert_eq!(v[5], json!("ok `x`\n```\nfenced\n```"), "{v}");
     for (needle, n) in [
         ("12345678901234567890123", 1),
         ("1E+400", 1),

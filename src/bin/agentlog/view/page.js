@@ -301,10 +301,12 @@
   const pre = (t) => h("pre", { text: t });
   function json(v) { try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); } }
   function prettyArgs(s) { try { return JSON.stringify(JSON.parse(s, lossless ? keepText : undefined), null, 2); } catch (_) { return s; } }
-  function renderBlocks(blocks, box) {
+  // `output`: the blocks are a tool's output, whose text is shown verbatim in monospace, as an
+  // output given as a string is (not read as Markdown).
+  function renderBlocks(blocks, box, output) {
     if (!Array.isArray(blocks)) return;
     for (const b of blocks) {
-      if (b.type === "text") box.append(clipped(b.text, mdText));
+      if (b.type === "text") box.append(clipped(b.text, output ? pre : mdText));
       else if (b.type === "reasoning") {
         const d = h("details", { class: "thinking" }, h("summary", { text: "thinking (" + num(String(b.text).length) + " characters)" }));
         d.append(clipped(b.text, mdText));
@@ -313,7 +315,7 @@
         box.append(h("div", { class: "meta", text: "tool_use " + b.id + " " + b.name }), clipped(json(b.input), pre));
       } else if (b.type === "tool_result") {
         box.append(h("div", { class: b.isError ? "bad" : "meta", text: "tool_result " + b.toolUseId + " " + (b.toolName || "") + (b.isError ? " (error)" : "") }));
-        if (typeof b.content === "string") box.append(clipped(b.content, pre)); else renderBlocks(b.content, box);
+        if (typeof b.content === "string") box.append(clipped(b.content, pre)); else renderBlocks(b.content, box, true);
       } else box.append(h("div", { class: "meta", text: "[" + b.type + "]" }), clipped(json(b), pre));
     }
   }
@@ -388,7 +390,7 @@
       case "tool/call": box.append(clipped(prettyArgs(d.arguments), pre)); break;
       case "tool/result": {
         const m = d.message || {};
-        if (typeof m.content === "string") box.append(clipped(m.content, pre)); else renderBlocks(m.content, box);
+        if (typeof m.content === "string") box.append(clipped(m.content, pre)); else renderBlocks(m.content, box, true);
         if (d.error !== undefined) box.append(h("div", { class: "bad", text: "error: " + oneLine(JSON.stringify(d.error), 300) }));
         break;
       }
