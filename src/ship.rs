@@ -228,6 +228,10 @@ struct Cursor {
     meta_version: u64,
     /// The checksum of the metadata last published.
     meta_crc: Option<u32>,
+    /// The id of the local log the events were shipped from (hex; `None` in a cursor written
+    /// before it was kept). Another log under the session's id (recreated, or rewritten by
+    /// `redact` or `purge`) is not shipped onto the stream's copy of the first.
+    log: Option<String>,
 }
 
 const CURSOR_MAGIC: &str = "agentlog ship cursor 1";
@@ -268,10 +272,15 @@ impl Cursor {
             "-" => None,
             c => Some(u32::from_str_radix(c, 16).map_err(|_| bad("meta checksum"))?),
         };
+        let log = lines
+            .next()
+            .and_then(|l| l.strip_prefix("log "))
+            .map(str::to_string);
         Ok(Some(Cursor {
             shipped,
             meta_version,
             meta_crc,
+            log,
         }))
     }
 
@@ -287,10 +296,13 @@ impl Cursor {
         let crc = self
             .meta_crc
             .map_or_else(|| "-".to_string(), |c| format!("{c:08x}"));
-        let text = format!(
+        let mut text = format!(
             "{CURSOR_MAGIC}\nshipped {}\nmeta {} {crc}\n",
             self.shipped, self.meta_version
         );
+        if let Some(log) = &self.log {
+            text.push_str(&format!("log {log}\n"));
+        }
         let written = OpenOptions::new()
             .write(true)
             .create(true)
@@ -543,6 +555,99 @@ impl Remote {
         })
     }
 
+    /// The stream's last event message of session `id`: (its seq, the subject's message count,
+    /// its payload), `None` when the stream holds no event of it.
+    async fn stream_tail(&self, id: &str) -> Result<Option<(u64, u64, Vec<u8>)>> {
+        let subject = events_subject(id);
+        let counts = self.subject_counts(&subject).await?;
+        let events = counts.get(&subject).copied().unwrap_or(0);
+        if events == 0 {
+            return Ok(None);
+        }
+        let last = self
+            .stream
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .map_err(|e| remote(format_args!("last message of {subject}"), e))?;
+        let seq = last
+            .headers
+            .get(HEADER_SEQ)
+            .and_then(|v| v.as_str().parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::Remote(format!(
+                    "the last message of {subject} has no {HEADER_SEQ} header"
+                ))
+            })?;
+        Ok(Some((seq, events, last.payload.to_vec())))
+    }
+
+    /// Refuses to ship session `id` onto a copy in the stream that is not its own history:
+    /// the stream's last event is not the local event of that seq (another host appended to
+    /// it after a restore, or the session was recreated under this id), or the local log is
+    /// not the one the cursor shipped from (recreated, or rewritten by `redact` or `purge`,
+    /// whose changes would never reach the stream). Shipping on would mix two histories in
+    /// the stream (events of the same seq are dropped as duplicates). A deleted session's log
+    /// is not read, and not checked.
+    fn check_same_history(
+        &self,
+        store: &Store,
+        id: &str,
+        dir: &Path,
+        st: &mut Shipping,
+        tail: Option<&(u64, u64, Vec<u8>)>,
+    ) -> Result<()> {
+        if SessionMeta::load(dir).is_ok_and(|m| m.state == SessionState::Deleted) {
+            return Ok(());
+        }
+        let reader = SessionReader::open(dir)?;
+        let local = reader.log().log_id().map(|l| l.to_string());
+        let stream = &self.options.stream;
+        let cursor = cursor_path(store, stream, id)?;
+        let remedy = format!(
+            "nothing was shipped; to replace the stream's copy, purge it from the stream (`nats \
+             stream purge {stream} --subject '{SUBJECT_PREFIX}.{id}.>'`) and remove {}; to keep \
+             it, restore it under another id (`agentlog restore --id NEW {id}`)",
+            cursor.display()
+        );
+        if let (Some(shipped_from), Some(now)) = (&st.cursor.log, &local) {
+            if shipped_from != now && st.cursor.shipped > 0 {
+                return Err(Error::Invalid(format!(
+                    "session {id} is another log than the one shipped to stream {stream} (it was \
+                     rewritten by redact or purge, or recreated under this id): the stream still \
+                     holds the earlier events; {remedy}"
+                )));
+            }
+        }
+        if let Some((last, _, payload)) = tail {
+            let differs = if *last >= reader.len() {
+                true
+            } else {
+                let mut line = Vec::with_capacity(payload.len() + 1);
+                JsonlWriter::new(&mut line)
+                    .write_archived(reader.get(*last)?)
+                    .map_err(|e| Error::io("encode", format!("seq {last}"), e))?;
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                line != *payload
+            };
+            if differs {
+                return Err(Error::Invalid(format!(
+                    "the stream {stream} holds another history of session {id}: its event of seq \
+                     {last} is {} (another host appended to the session after restoring it, or \
+                     the session was recreated under this id); {remedy}",
+                    if *last >= reader.len() {
+                        format!("past the local log's {} events", reader.len())
+                    } else {
+                        "not the local one".to_string()
+                    }
+                )));
+            }
+        }
+        st.cursor.log = local;
+        Ok(())
+    }
+
     /// Ships what session `id` holds beyond its cursor (and its metadata when it changed),
     /// retrying through server or network failures for `options.retry_for`.
     pub async fn ship(&self, store: &Store, id: &str) -> Result<ShipReport> {
@@ -627,12 +732,13 @@ impl Remote {
     ) -> Result<()> {
         let dir = store.session_dir(id)?;
         if !st.reconciled {
+            let tail = self.stream_tail(id).await?;
+            self.check_same_history(store, id, &dir, st, tail.as_ref())?;
             // Acknowledged after the cursor's last write (a crash in between): the stream holds
             // seqs 0..=last exactly when it holds last+1 of them (one shipper per session,
             // publishing in order).
-            let remote = self.remote_state(id).await?;
-            if let Some(last) = remote.last_seq {
-                if remote.events == last + 1 && last + 1 > st.cursor.shipped {
+            if let Some((last, events, _)) = tail {
+                if events == last + 1 && last + 1 > st.cursor.shipped {
                     st.cursor.shipped = last + 1;
                 }
             }

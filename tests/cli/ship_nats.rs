@@ -385,3 +385,54 @@ fn three_node_cluster_survives_a_node_killed_mid_ship() {
     b.run(&["restore", "--nats", &nodes[1].url(), "big"]).ok();
     assert_eq!(export(&a, "big"), export(&b, "big"));
 }
+
+/// Found by a sweep of shipping: three ways two histories of one session id met in the stream
+/// without a word. (1) A session taken over on host B (restored, appended to, shipped) while
+/// host A still had appends of its own: A's ship skipped its events at the seqs B had shipped
+/// (dropped as duplicates) and appended the rest after B's. (2) A session redacted or purged
+/// after it was shipped: the rewrite never reached the stream, which still held the secret.
+/// (3) A session deleted, collected and created again under its id: the old cursor kept the
+/// new events from ever being shipped. Each is now refused, naming what to do; nothing is
+/// shipped. A restored session appended to on its new host ships as before.
+#[test]
+fn another_history_of_a_session_is_never_shipped_onto_the_streams_copy() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+
+    // (1) Diverged: A ships 2 turns; B restores, appends a turn, ships; A appends its own.
+    let a = Cli::new();
+    append_turns(&a.store(), "s", "shared", 2);
+    a.run(&["ship", "--nats", &url, "s"]).ok();
+    let b = Cli::new();
+    b.run(&["restore", "--nats", &url, "s"]).ok();
+    append_turns(&b.store(), "s", "shared", 1);
+    let out = b.run(&["ship", "--nats", &url, "s"]);
+    assert!(out.ok().contains("6 events shipped"), "{}", out.stdout);
+    append_turns(&a.store(), "s", "shared", 2);
+    let refused = a.run(&["ship", "--nats", &url, "s"]);
+    let said = refused.fails(1).to_string();
+    assert!(said.contains("another history of session s"), "{said}");
+    assert!(said.contains("restore --id NEW"), "{said}");
+    assert_eq!(remote_state(&url, "s").events, 18, "nothing of A's shipped");
+
+    // (2) Rewritten after shipping: a purge of a shipped session.
+    a.run(&["create", "--id", "p"]).ok();
+    append_turns(&a.store(), "p", "purged", 2);
+    a.run(&["ship", "--nats", &url, "p"]).ok();
+    a.run(&["purge", "p", "--turn", "1"]).ok();
+    let said = a.run(&["ship", "--nats", &url, "p"]).fails(1).to_string();
+    assert!(said.contains("rewritten by redact or purge"), "{said}");
+    assert_eq!(remote_state(&url, "p").events, 12);
+
+    // (3) Deleted, collected, created again under the same id.
+    append_turns(&a.store(), "r", "first", 2);
+    a.run(&["ship", "--nats", &url, "r"]).ok();
+    a.run(&["delete", "r"]).ok();
+    a.run(&["gc"]).ok();
+    append_turns(&a.store(), "r", "second", 1);
+    let said = a.run(&["ship", "--nats", &url, "r"]).fails(1).to_string();
+    assert!(said.contains("session r"), "{said}");
+    assert_eq!(remote_state(&url, "r").events, 12);
+}
