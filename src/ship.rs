@@ -1054,6 +1054,10 @@ impl Remote {
             }
         };
         tokio::pin!(stop);
+        // With every session asked for, a local session of the same id that is not the
+        // stream's is left out (the others are restored); named in the error at the end.
+        let mut refused: BTreeMap<String, String> = BTreeMap::new();
+        let many = matches!(sessions, Sessions::All) && !follow;
         loop {
             let next = tokio::select! {
                 () = &mut stop => break,
@@ -1079,9 +1083,15 @@ impl Remote {
                     .as_ref()
                     .and_then(|h| h.get(HEADER_SEQ))
                     .and_then(|v| v.as_str().parse::<u64>().ok());
-                let changed = restorer.apply(&id, is_meta, seq, &message.payload)?;
-                if let Some(i) = changed {
-                    on_restore(&restorer.reports[i]);
+                if let std::collections::btree_map::Entry::Vacant(slot) = refused.entry(id) {
+                    match restorer.apply(slot.key(), is_meta, seq, &message.payload) {
+                        Ok(Some(i)) => on_restore(&restorer.reports[i]),
+                        Ok(None) => {}
+                        Err(Error::Exists(why)) if many => {
+                            slot.insert(why);
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             }
             if pending == 0 {
@@ -1096,6 +1106,20 @@ impl Remote {
         let reports = restorer.finish()?;
         if follow {
             return Ok(reports);
+        }
+        if !refused.is_empty() {
+            let restored: Vec<&str> = reports.iter().map(|r| r.id.as_str()).collect();
+            let why: Vec<String> = refused.into_values().collect();
+            return Err(Error::Invalid(format!(
+                "not restored, a local session of the same id exists: {}; restore each under \
+                 another id with `restore --id NEW ID`; the other sessions were restored ({})",
+                why.join("; "),
+                if restored.is_empty() {
+                    "none".to_string()
+                } else {
+                    restored.join(", ")
+                }
+            )));
         }
         self.restore_missing(sessions, &renames, reports)
     }

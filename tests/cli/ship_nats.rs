@@ -436,3 +436,32 @@ fn another_history_of_a_session_is_never_shipped_onto_the_streams_copy() {
     assert!(said.contains("session r"), "{said}");
     assert_eq!(remote_state(&url, "r").events, 12);
 }
+
+/// `restore --all` stopped at the first local session of the same id that is not the
+/// stream's, and the sessions after it were not restored. It now restores the others and
+/// fails naming the one it left out.
+#[test]
+fn restore_all_restores_the_others_around_a_conflict() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+    let b = Cli::new();
+    append_turns(&b.store(), "clash", "b's own", 1);
+    let a = Cli::new();
+    for id in ["a-ok", "clash", "z-ok"] {
+        append_turns(&a.store(), id, id, 1);
+    }
+    a.run(&["ship", "--nats", &url, "--all"]).ok();
+    let run = b.run(&["restore", "--nats", &url, "--all"]);
+    let said = run.fails(1).to_string();
+    assert!(
+        said.contains("clash (the local session is not the stream's"),
+        "{said}"
+    );
+    assert!(said.contains("a-ok, z-ok"), "{said}");
+    for id in ["a-ok", "z-ok"] {
+        assert_eq!(export(&b, id), export(&a, id), "{id}");
+    }
+    assert_ne!(export(&b, "clash"), export(&a, "clash"));
+}
