@@ -521,6 +521,16 @@ impl Remote {
                 last_seq: None,
             });
         }
+        let (seq, _) = self.last_event_message(subject).await?;
+        Ok(RemoteState {
+            events,
+            last_seq: Some(seq),
+        })
+    }
+
+    /// The last message of the events subject `subject` (which holds some): its seq and its
+    /// payload (the event's line).
+    async fn last_event_message(&self, subject: &str) -> Result<(u64, Vec<u8>)> {
         let last = self
             .stream
             .get_last_raw_message_by_subject(subject)
@@ -535,10 +545,7 @@ impl Remote {
                     "the last message of {subject} has no {HEADER_SEQ} header"
                 ))
             })?;
-        Ok(RemoteState {
-            events,
-            last_seq: Some(seq),
-        })
+        Ok((seq, last.payload.to_vec()))
     }
 
     fn shipping(&self, store: &Store, id: &str) -> Result<Shipping> {
@@ -564,21 +571,8 @@ impl Remote {
         if events == 0 {
             return Ok(None);
         }
-        let last = self
-            .stream
-            .get_last_raw_message_by_subject(&subject)
-            .await
-            .map_err(|e| remote(format_args!("last message of {subject}"), e))?;
-        let seq = last
-            .headers
-            .get(HEADER_SEQ)
-            .and_then(|v| v.as_str().parse::<u64>().ok())
-            .ok_or_else(|| {
-                Error::Remote(format!(
-                    "the last message of {subject} has no {HEADER_SEQ} header"
-                ))
-            })?;
-        Ok(Some((seq, events, last.payload.to_vec())))
+        let (seq, payload) = self.last_event_message(&subject).await?;
+        Ok(Some((seq, events, payload)))
     }
 
     /// Refuses to ship session `id` onto a copy in the stream that is not its own history:
