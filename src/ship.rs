@@ -1017,30 +1017,10 @@ impl Remote {
                 return self.restore_missing(sessions, &restorer.renames, restorer.reports);
             }
         }
-        // A cluster that lost a server may take a while to place the consumer: retried.
-        let start = Instant::now();
-        let mut messages = loop {
-            let attempt = async {
-                self.stream
-                    .create_consumer(consumer::pull::OrderedConfig {
-                        filter_subject: filter.clone(),
-                        deliver_policy: consumer::DeliverPolicy::All,
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?
-                    .messages()
-                    .await
-                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))
-            };
-            match attempt.await {
-                Ok(m) => break m,
-                Err(_) if start.elapsed() < self.options.retry_for => {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                }
-                Err(e) => return Err(e),
-            }
-        };
+        let mut messages = self.ordered_messages(&filter, None).await?;
+        // The stream sequence of the last message read: a consumer the server lost (it
+        // restarted) is created again from the one after it.
+        let mut read_up_to: Option<u64> = None;
         let stop = async move {
             match stop {
                 Some(s) => s.await,
@@ -1057,13 +1037,29 @@ impl Remote {
                 () = &mut stop => break,
                 m = messages.next() => m,
             };
-            let Some(message) = next else { break };
-            let message = message
-                .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?;
-            let pending = message
+            let message = match next {
+                Some(Ok(m)) => m,
+                // While following, a server that went away (restarted, or a cluster that lost
+                // its leader) is waited for, and reading goes on after the last message read.
+                Some(Err(_)) if follow => {
+                    messages = self
+                        .ordered_messages(&filter, read_up_to.map(|s| s + 1))
+                        .await?;
+                    continue;
+                }
+                Some(Err(e)) => {
+                    return Err(remote(
+                        format_args!("read stream {}", self.options.stream),
+                        e,
+                    ))
+                }
+                None => break,
+            };
+            let info = message
                 .info()
-                .map_err(|e| remote("a message without its stream info", e))?
-                .pending;
+                .map_err(|e| remote("a message without its stream info", e))?;
+            let pending = info.pending;
+            read_up_to = Some(info.stream_sequence);
             let id: Option<String> = message
                 .headers
                 .as_ref()
@@ -1116,6 +1112,44 @@ impl Remote {
             )));
         }
         self.restore_missing(sessions, &renames, reports)
+    }
+
+    /// An ordered consumer of the stream's messages on `filter`, from stream sequence `from`
+    /// (the first when `None`). A cluster that lost a server, or a server starting again, may
+    /// take a while to place it: retried for `retry_for`.
+    async fn ordered_messages(
+        &self,
+        filter: &str,
+        from: Option<u64>,
+    ) -> Result<consumer::pull::Ordered> {
+        let start = Instant::now();
+        loop {
+            let attempt = async {
+                self.stream
+                    .create_consumer(consumer::pull::OrderedConfig {
+                        filter_subject: filter.to_string(),
+                        deliver_policy: match from {
+                            Some(start_sequence) => {
+                                consumer::DeliverPolicy::ByStartSequence { start_sequence }
+                            }
+                            None => consumer::DeliverPolicy::All,
+                        },
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))?
+                    .messages()
+                    .await
+                    .map_err(|e| remote(format_args!("read stream {}", self.options.stream), e))
+            };
+            match attempt.await {
+                Ok(m) => return Ok(m),
+                Err(_) if start.elapsed() < self.options.retry_for => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Fails when a session asked for by id was not found in the stream.

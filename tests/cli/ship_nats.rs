@@ -465,3 +465,38 @@ fn restore_all_restores_the_others_around_a_conflict() {
     }
     assert_ne!(export(&b, "clash"), export(&a, "clash"));
 }
+
+/// `restore --follow` stopped receiving when the server restarted and exited 1 about 15 s
+/// later ("consumer not found"), while `ship --follow` rode the restart out. It now reads on
+/// after the last message it had read, once the server is back.
+#[test]
+fn restore_follow_rides_out_a_server_restart() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+    let a = Cli::new();
+    append_turns(&a.store(), "one", "first", 3);
+    a.run(&["ship", "--nats", &url, "--all"]).ok();
+    let b = Cli::new();
+    let mut restorer = Reap(
+        b.command(&["restore", "--nats", &url, "--all", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+    let same = |id: &str| {
+        let run = b.run(&["export", "--header", id]);
+        run.code == 0 && run.raw == export(&a, id)
+    };
+    wait_until("session one restored", || same("one"));
+    server.restart();
+    append_turns(&a.store(), "one", "first", 2);
+    a.run(&["ship", "--nats", &url, "--all"]).ok();
+    wait_until("the events shipped after the restart restored", || {
+        same("one")
+    });
+    assert!(
+        restorer.0.try_wait().unwrap().is_none(),
+        "restore --follow still runs"
+    );
+}
