@@ -94,6 +94,22 @@ fn usage_errors_exit_2() {
         vec!["import", "--from", "xml", "x.jsonl"],
         vec!["purge", "x", "--seq", "abc"],
         vec!["purge", "x", "--seq", "5..2"],
+        vec![
+            "ship",
+            "--nats",
+            "nats://127.0.0.1:9",
+            "--all",
+            "--replicas",
+            "0",
+        ],
+        vec![
+            "ship",
+            "--nats",
+            "nats://127.0.0.1:9",
+            "--all",
+            "--replicas",
+            "6",
+        ],
     ] {
         let run = cli.run(&args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);

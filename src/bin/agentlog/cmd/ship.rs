@@ -35,7 +35,8 @@ pub struct Args {
     #[arg(long, value_name = "NAME", default_value = ship::DEFAULT_STREAM)]
     stream: String,
     /// Replicas of a stream created by this command (1 to 5)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=5))]
     replicas: usize,
     /// Keep shipping new appends and new sessions until interrupted
     #[arg(long)]
