@@ -566,7 +566,8 @@ const INT_DIGITS_AT_ONCE: usize = 4000;
 
 /// A JSON number's text as a Python int (no fraction or exponent) or float; a number a float
 /// cannot hold (`1E+400`, which would become infinity, or `1e-400`, which would become 0) is
-/// a `decimal.Decimal` of the exact text, so nothing is lost and it goes back unchanged.
+/// a `decimal.Decimal` of the exact text: its value is kept, and it goes back as the same
+/// number (in `Decimal`'s notation: `1e-400` as `1E-400`).
 fn number<'py>(py: Python<'py>, text: &str, float: bool) -> PyResult<Bound<'py, PyAny>> {
     if !float {
         if let Ok(n) = text.parse::<i64>() {
