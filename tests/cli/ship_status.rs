@@ -135,9 +135,14 @@ fn ship_never_creates_a_store_and_needs_sessions_or_all() {
         vec!["ship", "--nats", "nats://127.0.0.1:9", "--all"],
     ] {
         let said = cli.run(&args).fails(1).to_string();
-        assert!(said.contains("no store at"), "{said}");
+        assert!(said.contains("no store at"), "{args:?}: {said}");
         assert!(!cli.store().exists(), "{args:?} created the store");
     }
+    // A restore makes its store, but only once the stream is reached: a server that is down
+    // left an empty store behind.
+    cli.run(&["restore", "--nats", "nats://127.0.0.1:9", "--all"])
+        .fails(1);
+    assert!(!cli.store().exists(), "restore created the store");
     cli.run(&["create", "--id", "s"]).ok();
     cli.run(&["ship", "--nats", "nats://127.0.0.1:9"]).fails(2);
     cli.run(&["restore", "--nats", "nats://127.0.0.1:9"])

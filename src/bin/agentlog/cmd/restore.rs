@@ -39,7 +39,9 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
-    let store = ctx.open_store()?;
+    // A store that does not exist yet is made once the stream is reached: a server that is
+    // down (or a stream that does not exist) leaves no empty store behind.
+    ctx.exists()?;
     if !args.all && args.sessions.is_empty() {
         return Err(anyhow!("name the sessions to restore, or give --all"));
     }
@@ -72,6 +74,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         } else {
             Remote::open(&args.nats, options).await?
         };
+        let store = ctx
+            .open_store()
+            .map_err(|e| agentlog::Error::Invalid(format!("{e:#}")))?;
         let sessions = if args.all {
             Sessions::All
         } else {
