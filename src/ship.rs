@@ -398,6 +398,32 @@ impl Shipping {
     }
 }
 
+/// A shipping session's reader (`Shipping::reader`), opened the first time and brought up to
+/// date after.
+fn open_reader<'a>(slot: &'a mut Option<SessionReader>, dir: &Path) -> Result<&'a SessionReader> {
+    let reader = match slot.take() {
+        Some(mut r) => {
+            r.refresh()?;
+            r
+        }
+        None => SessionReader::open(dir)?,
+    };
+    Ok(slot.insert(reader))
+}
+
+/// The line `ship` publishes for event `seq` of `reader` (canonical JSONL, without the
+/// newline), in `line`.
+fn event_line(reader: &SessionReader, seq: u64, line: &mut Vec<u8>) -> Result<()> {
+    line.clear();
+    JsonlWriter::new(&mut *line)
+        .write_archived(reader.get(seq)?)
+        .map_err(|e| Error::io("encode", format!("seq {seq}"), e))?;
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Ok(())
+}
+
 impl Remote {
     /// Connects to `url` and opens the stream `options.stream`, creating it when missing (file
     /// storage, `options.replicas` replicas, subjects `agentlog.>`).
@@ -471,10 +497,16 @@ impl Remote {
 
     /// What the stream holds of session `id`: its event messages and the last seq.
     pub async fn remote_state(&self, id: &str) -> Result<RemoteState> {
-        let subject = events_subject(id);
-        let counts = self.subject_counts(&subject).await?;
-        self.remote_state_of(&subject, counts.get(&subject).copied().unwrap_or(0))
-            .await
+        Ok(match self.stream_tail(id).await? {
+            Some((last, events, _)) => RemoteState {
+                events,
+                last_seq: Some(last),
+            },
+            None => RemoteState {
+                events: 0,
+                last_seq: None,
+            },
+        })
     }
 
     /// [`status`] with the stream's side: per session of the store (and per session with a
@@ -580,8 +612,8 @@ impl Remote {
     /// it after a restore, or the session was recreated under this id), or the local log is
     /// not the one the cursor shipped from (recreated, or rewritten by `redact` or `purge`,
     /// whose changes would never reach the stream). Shipping on would mix two histories in
-    /// the stream (events of the same seq are dropped as duplicates). A deleted session's log
-    /// is not read, and not checked.
+    /// the stream (events of the same seq are dropped as duplicates). Not for a deleted
+    /// session, whose log is not read.
     fn check_same_history(
         &self,
         store: &Store,
@@ -590,10 +622,8 @@ impl Remote {
         st: &mut Shipping,
         tail: Option<&(u64, u64, Vec<u8>)>,
     ) -> Result<()> {
-        if SessionMeta::load(dir).is_ok_and(|m| m.state == SessionState::Deleted) {
-            return Ok(());
-        }
-        let reader = SessionReader::open(dir)?;
+        // The reader shipping goes on with (opened once).
+        let reader = open_reader(&mut st.reader, dir)?;
         let local = reader.log().log_id().map(|l| l.to_string());
         let stream = &self.options.stream;
         let cursor = cursor_path(store, stream, id)?;
@@ -617,12 +647,7 @@ impl Remote {
                 true
             } else {
                 let mut line = Vec::with_capacity(payload.len() + 1);
-                JsonlWriter::new(&mut line)
-                    .write_archived(reader.get(*last)?)
-                    .map_err(|e| Error::io("encode", format!("seq {last}"), e))?;
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
+                event_line(reader, *last, &mut line)?;
                 line != *payload
             };
             if differs {
@@ -725,9 +750,13 @@ impl Remote {
         report: &mut ShipReport,
     ) -> Result<()> {
         let dir = store.session_dir(id)?;
+        let meta = SessionMeta::load(&dir)?;
         if !st.reconciled {
             let tail = self.stream_tail(id).await?;
-            self.check_same_history(store, id, &dir, st, tail.as_ref())?;
+            // A deleted session's log is not read (its events were shipped while it lived).
+            if meta.state != SessionState::Deleted {
+                self.check_same_history(store, id, &dir, st, tail.as_ref())?;
+            }
             // Acknowledged after the cursor's last write (a crash in between): the stream holds
             // seqs 0..=last exactly when it holds last+1 of them (one shipper per session,
             // publishing in order).
@@ -738,7 +767,6 @@ impl Remote {
             }
             st.reconciled = true;
         }
-        let meta = SessionMeta::load(&dir)?;
         let meta_text = meta.to_json();
         let crc = crc32fast::hash(meta_text.as_bytes());
         if st.cursor.meta_crc != Some(crc) {
@@ -767,14 +795,7 @@ impl Remote {
             // Its events were shipped while it lived; a deleted log is not read.
             return Ok(());
         }
-        let reader = match st.reader.take() {
-            Some(mut r) => {
-                r.refresh()?;
-                r
-            }
-            None => SessionReader::open(&dir)?,
-        };
-        let reader = st.reader.insert(reader);
+        let reader = open_reader(&mut st.reader, &dir)?;
         let len = reader.len();
         if st.cursor.shipped >= len {
             return Ok(());
@@ -785,16 +806,7 @@ impl Remote {
         let mut seq = st.cursor.shipped;
         while seq < len || !pending.is_empty() {
             if seq < len && pending.len() < window {
-                let event = reader.get(seq)?;
-                line.clear();
-                {
-                    let mut w = JsonlWriter::new(&mut line);
-                    w.write_archived(event)
-                        .map_err(|e| Error::io("encode", format!("seq {seq}"), e))?;
-                }
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
+                event_line(reader, seq, &mut line)?;
                 let mut headers = HeaderMap::new();
                 headers.insert(HEADER_SESSION, id);
                 headers.insert(HEADER_SEQ, seq.to_string().as_str());
