@@ -113,9 +113,10 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 ///   [`OUTCOME_UNKNOWN`] (docs/events.md §7). Calls still running in an open step are left as they
 ///   are while only results follow them; once other content follows (a user message steering
 ///   the agent while the tool runs), each gets a synthetic tool message saying it has no
-///   result yet (`TOOL_OUTCOME_UNKNOWN: … yet (it is still running)`). A result of a call of the last assistant message that comes after other content (a
-///   user message steering the agent while the tool ran, a system message) is moved up to a
-///   tool message right after the call. A tool result that answers no `tool_calls` entry just
+///   result yet (`TOOL_OUTCOME_UNKNOWN: … yet (it is still running)`). A result of a call of
+///   the last assistant message that comes after other content (a user message steering the
+///   agent while the tool ran, a system message) is moved up to a tool message right after
+///   the call. A tool result that answers no `tool_calls` entry just
 ///   before it becomes user text, `[result of tool call ID (NAME): TEXT]`.
 pub fn render_openai(messages: &Messages) -> Value {
     let hoisted = hoisted_results(messages, true);
@@ -398,6 +399,10 @@ fn synthetic_results(
                 answered.insert(tool_use_id.as_str());
             }
         }
+        let followed = i + 1 < list.len();
+        // A tool use without a `tool/call` in a step that has ended: no call of it can be
+        // logged any more.
+        let ended = messages.last_step_end().is_some_and(|e| e > m.source_seq);
         let mut ids: Vec<(String, &'static str)> = Vec::new();
         for b in &m.content {
             if let Block::ToolUse { id, .. } = b {
@@ -410,10 +415,6 @@ fn synthetic_results(
                 let closed = closed_calls
                     .iter()
                     .any(|&(seq, c)| c == id.as_str() && seq > m.source_seq);
-                let followed = i + 1 < list.len();
-                // A tool use without a `tool/call` in a step that has ended: no call of it can
-                // be logged any more.
-                let ended = messages.last_step_end().is_some_and(|e| e > m.source_seq);
                 if flying {
                     if went_on {
                         ids.push((id.clone(), OUTCOME_PENDING));
@@ -651,8 +652,8 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 /// The history as an Anthropic messages request body: `{"system":[…],"messages":[…]}`.
 ///
 /// - Every `system` message, wherever it stands, is gathered in order into the top-level
-///   `system`, an array of text blocks (other blocks described in text, below) (`{"type":"text","text"}`, so per-block members such as
-///   `cache_control` survive); `system` is left out when there is none. Anthropic has no system
+///   `system`, an array of text blocks (`{"type":"text","text"}`, so per-block members such as
+///   `cache_control` survive; other blocks are described in text, below); `system` is left out when there is none. Anthropic has no system
 ///   role inside the conversation, so the position of a system message that changed mid-session
 ///   is not shown.
 /// - Consecutive messages of the same role are merged into one (Anthropic requires user and
