@@ -469,18 +469,22 @@ pub fn import_paths(
                 };
                 let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
                 let mut one = Summary::default();
-                if let Err(e) =
-                    import_source(store, file, options.format, options.keep_open, &mut one)
-                {
+                let walked = !named.contains(file.as_path());
+                if let Err(e) = import_source(
+                    store,
+                    file,
+                    options.format,
+                    options.keep_open,
+                    walked,
+                    &mut one,
+                ) {
                     // Nothing of the file was written: only its warnings and the error count.
                     let mut warnings = std::mem::take(&mut one.warnings);
                     warnings.push(format!("{}: not imported: {e}", file.display()));
-                    // A file of a walked tree in neither format is only a warning.
-                    let skipped = unrecognized(&e) && !named.contains(file.as_path());
                     one = Summary {
                         files: one.files,
                         warnings,
-                        failed: u64::from(!skipped),
+                        failed: 1,
                         ..Summary::default()
                     };
                 }
@@ -579,7 +583,7 @@ pub fn import_file(
     summary: &mut Summary,
 ) -> Result<()> {
     let created = summary.created.len();
-    import_source(store, path, format, false, summary)?;
+    import_source(store, path, format, false, false, summary)?;
     if summary.created.len() > created {
         store.sync_sessions_dir()?;
     }
@@ -797,20 +801,15 @@ fn build_format(
     }
 }
 
-/// The words of [`import_source`]'s error for a file in neither format.
-const NEITHER: &str = "neither a Codex rollout nor a Claude Code transcript";
-
-/// True for [`import_source`]'s error for a file in neither format.
-fn unrecognized(e: &Error) -> bool {
-    matches!(e, Error::Invalid(m) if m.ends_with(&format!("{NEITHER} (first line)")))
-}
-
-/// [`import_file`], leaving the source's open turn open when `keep_open`.
+/// [`import_file`], leaving the source's open turn open when `keep_open`. A file found by
+/// walking a directory (`walked`) that is in neither format is only a warning (a tree may hold
+/// other JSONL files); a file named by the caller is refused.
 fn import_source(
     store: &Store,
     path: &Path,
     format: Option<Format>,
     keep_open: bool,
+    walked: bool,
     summary: &mut Summary,
 ) -> Result<()> {
     let (first_line, size, modified) = read_head(path)?;
@@ -844,10 +843,17 @@ fn import_source(
             return Ok(());
         }
         None => {
-            return Err(Error::Invalid(format!(
-                "{}: {NEITHER} (first line)",
+            let neither = format!(
+                "{}: neither a Codex rollout nor a Claude Code transcript (first line)",
                 path.display()
-            )))
+            );
+            if walked {
+                summary
+                    .warnings
+                    .push(format!("{}: not imported: {neither}", path.display()));
+                return Ok(());
+            }
+            return Err(Error::Invalid(neither));
         }
     };
     let first_value = std::str::from_utf8(first_line)
@@ -907,7 +913,7 @@ fn import_source(
                     session.close()?;
                     std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
                     summary.files -= 1;
-                    return import_source(store, path, Some(format), keep_open, summary);
+                    return import_source(store, path, Some(format), keep_open, walked, summary);
                 }
                 let held = session.len();
                 session.close()?;
