@@ -183,7 +183,8 @@ pub fn run_tail(ctx: &Ctx, args: TailArgs) -> Result<ExitCode> {
             current = now_folder;
             reader = target.reader()?;
             eprintln!(
-                "note: session {} was rewritten (redact or purge): the events shown before may                  have changed; following the new files",
+                "note: session {} was rewritten (redact or purge): the events shown before may \
+                 have changed; following the new files",
                 target.label
             );
             reader.len()
