@@ -59,6 +59,12 @@ fn export(cli: &Cli, id: &str) -> Vec<u8> {
     run.raw
 }
 
+/// True when store `b` holds session `id` exactly as store `a` does (`export --header`).
+fn restored(a: &Cli, b: &Cli, id: &str) -> bool {
+    let run = b.run(&["export", "--header", id]);
+    run.code == 0 && run.raw == export(a, id)
+}
+
 /// What the stream holds of session `id`.
 fn remote_state(url: &str, id: &str) -> RemoteState {
     let rt = runtime().unwrap();
@@ -265,10 +271,7 @@ fn follow_on_both_ends_keeps_a_central_store_in_step() {
             .unwrap(),
     );
 
-    let same = |id: &str| {
-        let run = b.run(&["export", "--header", id]);
-        run.code == 0 && run.raw == export(&a, id)
-    };
+    let same = |id: &str| restored(&a, &b, id);
     wait_until("session one restored", || same("one"));
     // An appender keeps writing; a new session starts; a title changes.
     for round in 0..5 {
@@ -484,10 +487,7 @@ fn restore_follow_rides_out_a_server_restart() {
             .spawn()
             .unwrap(),
     );
-    let same = |id: &str| {
-        let run = b.run(&["export", "--header", id]);
-        run.code == 0 && run.raw == export(&a, id)
-    };
+    let same = |id: &str| restored(&a, &b, id);
     wait_until("session one restored", || same("one"));
     server.restart();
     append_turns(&a.store(), "one", "first", 2);
