@@ -105,9 +105,9 @@ fn append_ack_acknowledges_each_line_as_it_is_fed() {
     );
 }
 
-#[test]
-fn tail_follow_prints_what_another_process_appends() {
-    let cli = Cli::new();
+/// `tail -f s -n 1` of the example fix-typo imported as `s`: the child, its stdout lines and
+/// the first one (the last event, seq 9).
+fn tail_fix_typo(cli: &Cli) -> (Reap, Receiver<String>, String) {
     cli.import_example("fix-typo", &["--id", "s"]);
     let mut child = Reap(
         cli.command(&["tail", "-f", "s", "-n", "1"])
@@ -117,6 +117,13 @@ fn tail_follow_prints_what_another_process_appends() {
     let lines = lines_of(child.0.stdout.take().unwrap());
     let first = lines.recv_timeout(PATIENCE).expect("the last event");
     assert!(first.trim_start().starts_with("9 "), "{first}");
+    (child, lines, first)
+}
+
+#[test]
+fn tail_follow_prints_what_another_process_appends() {
+    let cli = Cli::new();
+    let (mut child, lines, first) = tail_fix_typo(&cli);
     assert!(first.contains("turn/end"), "{first}");
     for i in 0..3u64 {
         cli.run_with(&["append", "s"], event(i).as_bytes()).ok();
@@ -145,15 +152,7 @@ fn tail_follow_prints_what_another_process_appends() {
 #[test]
 fn tail_follow_goes_on_after_a_purge_rewrites_the_session() {
     let cli = Cli::new();
-    cli.import_example("fix-typo", &["--id", "s"]);
-    let mut child = Reap(
-        cli.command(&["tail", "-f", "s", "-n", "1"])
-            .spawn()
-            .unwrap(),
-    );
-    let lines = lines_of(child.0.stdout.take().unwrap());
-    let first = lines.recv_timeout(PATIENCE).expect("the last event");
-    assert!(first.trim_start().starts_with("9 "), "{first}");
+    let (mut child, lines, _) = tail_fix_typo(&cli);
     cli.run(&["purge", "s", "--seq", "2..2"]).ok();
     let audit = lines
         .recv_timeout(PATIENCE)
