@@ -500,3 +500,70 @@ fn restore_follow_rides_out_a_server_restart() {
         "restore --follow still runs"
     );
 }
+
+/// Sends `signal` (`INT`, `TERM`) to a running command and waits for it to exit: its exit
+/// status and what it wrote on stderr.
+fn signal_and_wait(child: &mut Reap, signal: &str) -> (std::process::ExitStatus, String) {
+    let pid = child.0.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {pid}");
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running after SIG{signal}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if let Some(mut e) = child.0.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut stderr).unwrap();
+    }
+    (status, stderr)
+}
+
+/// `ship --follow` and `restore --follow` had no signal handler: Ctrl-C or a service manager's
+/// SIGTERM killed them where they stood, and `ship`'s cursor held only its last periodic write
+/// (at most every 50 ms). Both now stop on SIGINT or SIGTERM, write every cursor and exit 0.
+#[test]
+fn follow_commands_stop_cleanly_on_sigint_and_sigterm() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+    let a = Cli::new();
+    append_turns(&a.store(), "s", "signals", 2);
+    let mut shipper = Reap(
+        a.command(&["ship", "--nats", &url, "s", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("12 events shipped", || remote_state(&url, "s").events == 12);
+    append_turns(&a.store(), "s", "signals", 1);
+    wait_until("18 events shipped", || remote_state(&url, "s").events == 18);
+    // At once: the follower's periodic cursor write may not have come yet.
+    let (status, stderr) = signal_and_wait(&mut shipper, "INT");
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("interrupted: stopping"), "{stderr}");
+    let run = a.run(&["ship", "--status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(run.ok().trim()).unwrap();
+    assert_eq!(
+        (&v["shipped"], &v["local"]),
+        (&18.into(), &18.into()),
+        "{v}"
+    );
+
+    let b = Cli::new();
+    let mut restorer = Reap(
+        b.command(&["restore", "--nats", &url, "--all", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("session s restored", || restored(&a, &b, "s"));
+    let (status, stderr) = signal_and_wait(&mut restorer, "TERM");
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("interrupted: stopping"), "{stderr}");
+}

@@ -25,6 +25,30 @@ use std::io::Write;
 
 use agentlog::event::{Map, Value};
 
+/// A future that completes on the first SIGINT or SIGTERM: the `stop` of the commands that
+/// follow until interrupted (`ship --follow`, `restore --follow`), which then write what they
+/// hold and exit 0. Without a handler, either signal killed them where they stood. The handlers
+/// are installed by this call, so a signal that comes before the future is first polled is not
+/// lost. Call it inside the command's tokio runtime.
+pub fn interrupted() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let handlers = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    );
+    async move {
+        let (Ok(mut int), Ok(mut term)) = handlers else {
+            // No handler could be installed: the signals keep their default action.
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("interrupted: stopping");
+    }
+}
+
 /// Writes one line of JSON to standard output.
 pub fn print_json(value: &Value) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

@@ -14,8 +14,9 @@ use crate::target::Ctx;
 /// Rebuilds the sessions in the local store from what `agentlog ship` published: a session not
 /// in the store is created (its `export --header` is the source's, byte for byte); one restored
 /// before gets the events it lacks and its current title and state. --follow keeps the store in
-/// step with the stream until interrupted: new events and (with --all) new sessions, so search,
-/// stats --all and tail -f work here across every host's sessions.
+/// step with the stream until SIGINT or SIGTERM (a clean stop, exit 0): new events and (with
+/// --all) new sessions, so search, stats --all and tail -f work here across every host's
+/// sessions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sessions (ids in the stream)
@@ -83,8 +84,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             Sessions::Ids(args.sessions.clone())
         };
         if args.follow {
-            // Until interrupted (the cursors are consistent at any point).
-            let stop = std::future::pending::<()>();
+            // Until SIGINT or SIGTERM: then every cursor is written and the command exits 0.
+            let stop = crate::cmd::interrupted();
             return remote.restore_follow(&store, sessions, stop, |_| {}).await;
         }
         let reports = match (&sessions, &args.id) {

@@ -17,7 +17,8 @@ use crate::target::Ctx;
 /// (kept in the store, under ship/<stream>/) moves only past events the stream acknowledged:
 /// run it again after a crash, a network loss or a server restart and it goes on from there,
 /// with no gap and no duplicate. --follow keeps shipping new appends and new sessions until
-/// interrupted (every session looked at every 50 ms, one appended to lately every 5 ms).
+/// interrupted by SIGINT or SIGTERM, which stop it cleanly, every cursor written, exit 0 (every
+/// session looked at every 50 ms, one appended to lately every 5 ms).
 /// --status prints, per session, the shipped seq against the local length (no server needed);
 /// with --nats also what the stream holds of it (its event messages and last seq).
 #[derive(Debug, clap::Args)]
@@ -143,8 +144,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             } else {
                 Sessions::Ids(args.sessions.clone())
             };
-            // Until interrupted (the cursors are consistent at any point).
-            let stop = std::future::pending::<()>();
+            // Until SIGINT or SIGTERM: then every cursor is written and the command exits 0.
+            let stop = crate::cmd::interrupted();
             return remote
                 .follow(&store, sessions, stop, |id, r| {
                     eprintln!("{id}: shipped {} (cursor {})", r.shipped, r.cursor);
