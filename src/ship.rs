@@ -361,6 +361,25 @@ pub fn status(store: &Store, stream: &str) -> Result<Vec<ShipStatus>> {
     Ok(out)
 }
 
+/// Where the followers that go on past a session's failure report it
+/// ([`Remote::follow_skipping`], [`Remote::restore_follow_skipping`]); `None`: the failure
+/// stops them.
+type OnSkip<'a> = Option<&'a mut dyn FnMut(&str, &Error)>;
+
+/// An error of session `id` while following: the server's or the network's, or any error when
+/// nothing takes skipped sessions, is returned (it stops the follow); else the session is
+/// reported to `on_skip` and added to `skipped`.
+fn skip(e: Error, id: &str, on_skip: &mut OnSkip<'_>, skipped: &mut HashSet<String>) -> Result<()> {
+    match on_skip {
+        Some(f) if !matches!(e, Error::Remote(_)) => {
+            f(id, &e);
+            skipped.insert(id.to_string());
+            Ok(())
+        }
+        _ => Err(e),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The connection
 
@@ -855,16 +874,51 @@ impl Remote {
     /// Every session is looked at every 50 ms; a session that shipped events in the last 10 s
     /// also every 5 ms (the length of its log, which costs a few system calls), so that its
     /// next append ships within a few ms.
+    ///
+    /// Any error stops it, one session's too (another history in the stream, a damaged log):
+    /// [`Remote::follow_skipping`] leaves such a session out and goes on with the others.
     pub async fn follow(
         &self,
         store: &Store,
         sessions: Sessions,
         stop: impl Future<Output = ()>,
+        on_ship: impl FnMut(&str, &ShipReport),
+    ) -> Result<()> {
+        self.follow_inner(store, sessions, stop, on_ship, None)
+            .await
+    }
+
+    /// [`Remote::follow`], except that a session that cannot be shipped for a reason of its
+    /// own is passed to `on_skip` with the error and left out until this returns, while the
+    /// others are shipped on: the stream holds another history of it, or its log or cursor
+    /// cannot be read (damaged, unreadable). Only errors of the server or the network
+    /// ([`Error::Remote`], once [`ShipOptions::retry_for`] has passed) and a store whose
+    /// sessions cannot be listed stop it. What `ship --follow --all` runs.
+    pub async fn follow_skipping(
+        &self,
+        store: &Store,
+        sessions: Sessions,
+        stop: impl Future<Output = ()>,
+        on_ship: impl FnMut(&str, &ShipReport),
+        mut on_skip: impl FnMut(&str, &Error),
+    ) -> Result<()> {
+        self.follow_inner(store, sessions, stop, on_ship, Some(&mut on_skip))
+            .await
+    }
+
+    async fn follow_inner(
+        &self,
+        store: &Store,
+        sessions: Sessions,
+        stop: impl Future<Output = ()>,
         mut on_ship: impl FnMut(&str, &ShipReport),
+        mut on_skip: OnSkip<'_>,
     ) -> Result<()> {
         let mut states: HashMap<String, Shipping> = HashMap::new();
         // The sessions that shipped events lately, and when they last did.
         let mut hot: HashMap<String, Instant> = HashMap::new();
+        // The sessions left out ([`Remote::follow_skipping`]).
+        let mut skipped: HashSet<String> = HashSet::new();
         tokio::pin!(stop);
         loop {
             let pass = Instant::now();
@@ -873,16 +927,30 @@ impl Remote {
                 Sessions::Ids(ids) => ids.clone(),
             };
             for id in ids {
-                let st = match states.entry(id.clone()) {
-                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                if skipped.contains(&id) {
+                    continue;
+                }
+                let result = match states.entry(id.clone()) {
+                    std::collections::hash_map::Entry::Occupied(o) => Ok(o.into_mut()),
                     std::collections::hash_map::Entry::Vacant(v) => {
-                        let mut st = self.shipping(store, &id)?;
-                        st.save_every = FOLLOW_POLL;
-                        v.insert(st)
+                        self.shipping(store, &id).map(|mut st| {
+                            st.save_every = FOLLOW_POLL;
+                            v.insert(st)
+                        })
                     }
                 };
-                self.follow_one(store, &id, st, &mut hot, &mut on_ship)
-                    .await?;
+                let result = match result {
+                    Ok(st) => {
+                        self.follow_one(store, &id, st, &mut hot, &mut on_ship)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = result {
+                    skip(e, &id, &mut on_skip, &mut skipped)?;
+                    states.remove(&id);
+                    hot.remove(&id);
+                }
             }
             // Until the next full pass: the lengths of the hot sessions.
             loop {
@@ -921,8 +989,14 @@ impl Remote {
                     let Some(st) = states.get_mut(&id) else {
                         continue;
                     };
-                    self.follow_one(store, &id, st, &mut hot, &mut on_ship)
-                        .await?;
+                    if let Err(e) = self
+                        .follow_one(store, &id, st, &mut hot, &mut on_ship)
+                        .await
+                    {
+                        skip(e, &id, &mut on_skip, &mut skipped)?;
+                        states.remove(&id);
+                        hot.remove(&id);
+                    }
                 }
             }
         }
@@ -951,6 +1025,7 @@ impl Remote {
                 renames,
                 None::<std::future::Pending<()>>,
                 |_| {},
+                None,
             )
             .await?;
         reports
@@ -967,6 +1042,7 @@ impl Remote {
             HashMap::new(),
             None::<std::future::Pending<()>>,
             |_| {},
+            None,
         )
         .await
     }
@@ -981,9 +1057,43 @@ impl Remote {
         stop: impl Future<Output = ()>,
         on_restore: impl FnMut(&RestoreReport),
     ) -> Result<()> {
-        self.restore_many(store, &sessions, HashMap::new(), Some(stop), on_restore)
-            .await
-            .map(|_| ())
+        self.restore_many(
+            store,
+            &sessions,
+            HashMap::new(),
+            Some(stop),
+            on_restore,
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// [`Remote::restore_follow`], except that a session that cannot be restored for a reason
+    /// of its own is passed to `on_skip` with the error and left out until this returns, while
+    /// the others are kept in step: a local session of the same id that is not the stream's
+    /// ([`Error::Exists`]), a gap in the stream's events of it, a local log that refuses an
+    /// event. [`Remote::restore_follow`] stops at the first. Only errors of the server or the
+    /// network ([`Error::Remote`]) and of the store as a whole stop it. What `restore --follow
+    /// --all` runs.
+    pub async fn restore_follow_skipping(
+        &self,
+        store: &Store,
+        sessions: Sessions,
+        stop: impl Future<Output = ()>,
+        on_restore: impl FnMut(&RestoreReport),
+        mut on_skip: impl FnMut(&str, &Error),
+    ) -> Result<()> {
+        self.restore_many(
+            store,
+            &sessions,
+            HashMap::new(),
+            Some(stop),
+            on_restore,
+            Some(&mut on_skip),
+        )
+        .await
+        .map(|_| ())
     }
 
     async fn restore_many<F: Future<Output = ()>>(
@@ -993,6 +1103,7 @@ impl Remote {
         renames: HashMap<String, String>,
         stop: Option<F>,
         mut on_restore: impl FnMut(&RestoreReport),
+        mut on_skip: OnSkip<'_>,
     ) -> Result<Vec<RestoreReport>> {
         let follow = stop.is_some();
         let filter = match sessions {
@@ -1041,7 +1152,8 @@ impl Remote {
         };
         tokio::pin!(stop);
         // With every session asked for, a local session of the same id that is not the
-        // stream's is left out (the others are restored); named in the error at the end.
+        // stream's is left out (the others are restored); named in the error at the end, or
+        // while following, to `on_skip` (which takes any error of one session).
         let mut refused: BTreeMap<String, String> = BTreeMap::new();
         let many = matches!(sessions, Sessions::All) && !follow;
         loop {
@@ -1092,7 +1204,14 @@ impl Remote {
                         Err(Error::Exists(why)) if many => {
                             slot.insert(why);
                         }
-                        Err(e) => return Err(e),
+                        Err(e) => match on_skip.as_mut() {
+                            Some(f) if !matches!(e, Error::Remote(_)) => {
+                                f(slot.key(), &e);
+                                restorer.forget(slot.key())?;
+                                slot.insert(e.to_string());
+                            }
+                            _ => return Err(e),
+                        },
                     }
                 }
             }
@@ -1310,6 +1429,19 @@ impl Restorer<'_> {
             SessionState::Archived => store.archive(local),
             SessionState::Deleted => store.delete(local),
         }
+    }
+
+    /// Drops what is held for session `id` of the stream (left out while following): its
+    /// waiting events and the state its metadata gave are never applied, and its writer, if
+    /// one is open, is closed.
+    fn forget(&mut self, id: &str) -> Result<()> {
+        let local = self.local_id(id);
+        self.waiting.remove(&local);
+        self.states.remove(&local);
+        if let Some(session) = self.open.remove(&local) {
+            session.close()?;
+        }
+        Ok(())
     }
 
     /// Applies the states of every session met (the consumer caught up with the stream).

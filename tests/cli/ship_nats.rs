@@ -567,3 +567,105 @@ fn follow_commands_stop_cleanly_on_sigint_and_sigterm() {
     assert!(status.success(), "{status}: {stderr}");
     assert!(stderr.contains("interrupted: stopping"), "{stderr}");
 }
+
+/// Reads a running command's stderr on a thread: the lines so far, shared.
+fn stderr_lines(child: &mut Reap) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut stderr = child.0.stderr.take().unwrap();
+    let into = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    seen
+}
+
+/// One session that cannot be shipped (here: purged after it was shipped, so the stream holds
+/// another history of it) stopped `ship --all` and `ship --follow --all` for every session,
+/// and one local session that is not the stream's stopped `restore --all --follow`. Each now
+/// names the session, leaves it out and goes on with the others; `ship --all` then exits 1.
+#[test]
+fn one_refused_session_does_not_stop_the_others() {
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+    let a = Cli::new();
+    for id in ["a-ok", "bad", "z-ok"] {
+        append_turns(&a.store(), id, id, 2);
+    }
+    a.run(&["ship", "--nats", &url, "--all"]).ok();
+    a.run(&["purge", "bad", "--turn", "1"]).ok();
+    append_turns(&a.store(), "a-ok", "a-ok", 1);
+    append_turns(&a.store(), "z-ok", "z-ok", 1);
+
+    let run = a.run(&["ship", "--nats", &url, "--all"]);
+    let said = run.fails(1).to_string();
+    assert!(said.contains("bad: not shipped"), "{said}");
+    assert!(said.contains("1 session not shipped"), "{said}");
+    assert!(
+        run.stdout.contains("a-ok: 6 events shipped"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("z-ok: 6 events shipped"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(remote_state(&url, "z-ok").events, 18);
+
+    let mut shipper = Reap(
+        a.command(&["ship", "--nats", &url, "--all", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+    let said = stderr_lines(&mut shipper);
+    append_turns(&a.store(), "z-ok", "z-ok", 1);
+    wait_until("z-ok's new turn shipped past the refused session", || {
+        remote_state(&url, "z-ok").events == 24
+    });
+    assert!(
+        shipper.0.try_wait().unwrap().is_none(),
+        "ship --follow runs on"
+    );
+    assert!(
+        said.lock()
+            .unwrap()
+            .contains("bad: not shipped, left out until ship restarts"),
+        "{}",
+        said.lock().unwrap()
+    );
+
+    // A store where "a-ok" is another session: restore --all --follow restores the others.
+    let b = Cli::new();
+    append_turns(&b.store(), "a-ok", "b's own", 1);
+    let mut restorer = Reap(
+        b.command(&["restore", "--nats", &url, "--all", "--follow"])
+            .spawn()
+            .unwrap(),
+    );
+    let said = stderr_lines(&mut restorer);
+    wait_until("z-ok restored", || restored(&a, &b, "z-ok"));
+    append_turns(&a.store(), "z-ok", "z-ok", 1);
+    wait_until("z-ok's next turn restored", || restored(&a, &b, "z-ok"));
+    assert!(
+        restorer.0.try_wait().unwrap().is_none(),
+        "restore --follow runs on"
+    );
+    assert!(
+        said.lock()
+            .unwrap()
+            .contains("a-ok: not restored, left out until restore restarts"),
+        "{}",
+        said.lock().unwrap()
+    );
+    assert_ne!(export(&b, "a-ok"), export(&a, "a-ok"));
+}

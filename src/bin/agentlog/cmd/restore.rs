@@ -22,7 +22,8 @@ pub struct Args {
     /// The sessions (ids in the stream)
     #[arg(required_unless_present = "all")]
     sessions: Vec<String>,
-    /// Every session of the stream (and, with --follow, every new one)
+    /// Every session of the stream (and, with --follow, every new one); a local session of the
+    /// same id that is not the stream's is named and left out
     #[arg(long, conflicts_with = "sessions")]
     all: bool,
     /// The NATS server, e.g. nats://127.0.0.1:4222
@@ -86,7 +87,22 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         if args.follow {
             // Until SIGINT or SIGTERM: then every cursor is written and the command exits 0.
             let stop = crate::cmd::interrupted();
-            return remote.restore_follow(&store, sessions, stop, |_| {}).await;
+            if !args.all {
+                // Named sessions: one that cannot be restored stops the command.
+                return remote.restore_follow(&store, sessions, stop, |_| {}).await;
+            }
+            // Every session: one that cannot be restored is named and left out.
+            return remote
+                .restore_follow_skipping(
+                    &store,
+                    sessions,
+                    stop,
+                    |_| {},
+                    |id, e| {
+                        eprintln!("{id}: not restored, left out until restore restarts: {e}");
+                    },
+                )
+                .await;
         }
         let reports = match (&sessions, &args.id) {
             (Sessions::All, _) => remote.restore_all(&store).await?,

@@ -26,7 +26,8 @@ pub struct Args {
     /// The sessions (ids in the store)
     #[arg(required_unless_present_any = ["all", "status"])]
     sessions: Vec<String>,
-    /// Every session of the store (and, with --follow, every new one)
+    /// Every session of the store (and, with --follow, every new one); one that cannot be
+    /// shipped (another history in the stream, a damaged log) is named and left out
     #[arg(long, conflicts_with = "sessions")]
     all: bool,
     /// The NATS server, e.g. nats://127.0.0.1:4222 (with --status: also ask the stream)
@@ -146,11 +147,23 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
             };
             // Until SIGINT or SIGTERM: then every cursor is written and the command exits 0.
             let stop = crate::cmd::interrupted();
+            let shipped = |id: &str, r: &ship::ShipReport| {
+                eprintln!("{id}: shipped {} (cursor {})", r.shipped, r.cursor);
+            };
+            if !args.all {
+                // Named sessions: one that cannot be shipped stops the command.
+                return remote
+                    .follow(&store, sessions, stop, shipped)
+                    .await
+                    .map(|()| 0);
+            }
+            // Every session: one that cannot be shipped is named and left out.
             return remote
-                .follow(&store, sessions, stop, |id, r| {
-                    eprintln!("{id}: shipped {} (cursor {})", r.shipped, r.cursor);
+                .follow_skipping(&store, sessions, stop, shipped, |id, e| {
+                    eprintln!("{id}: not shipped, left out until ship restarts: {e}");
                 })
-                .await;
+                .await
+                .map(|()| 0);
         }
         let ids = if args.all {
             // Deleted ones too: their deletion is shipped (metadata only).
@@ -158,13 +171,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         } else {
             args.sessions.clone()
         };
+        // A session that cannot be shipped (another history in the stream, a damaged log) is
+        // named and the others are shipped; a failure of the server or the network stops it.
+        let mut failed = 0usize;
         for id in ids {
-            let r = remote.ship(&store, &id).await?;
-            outln!("{id}: {} events shipped, cursor {}", r.shipped, r.cursor)
-                .map_err(|e| agentlog::Error::Remote(e.to_string()))?;
+            match remote.ship(&store, &id).await {
+                Ok(r) => outln!("{id}: {} events shipped, cursor {}", r.shipped, r.cursor)
+                    .map_err(|e| agentlog::Error::Remote(e.to_string()))?,
+                Err(e @ agentlog::Error::Remote(_)) => return Err(e),
+                Err(e) => {
+                    eprintln!("ship: {id}: not shipped: {e}");
+                    failed += 1;
+                }
+            }
         }
-        Ok(())
+        Ok(failed)
     })
-    .map_err(|e| anyhow!("ship: {e}"))?;
-    Ok(ExitCode::SUCCESS)
+    .map_err(|e| anyhow!("ship: {e}"))
+    .and_then(|failed| match failed {
+        0 => Ok(ExitCode::SUCCESS),
+        1 => Err(anyhow!("ship: 1 session not shipped (named above)")),
+        n => Err(anyhow!("ship: {n} sessions not shipped (named above)")),
+    })
 }
