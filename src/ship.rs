@@ -186,6 +186,58 @@ fn remote(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
     Error::Remote(format!("{what}: {e}"))
 }
 
+/// The JetStream error codes with which a stream refuses a message for good: retrying the
+/// publish gives the same answer until someone changes the stream or the account. The stream
+/// is full and discards new messages, or its store failed (10077: "maximum messages exceeded",
+/// "maximum bytes exceeded", …); the message or its headers exceed the stream's limit (10054,
+/// 10097); the account's storage or memory is used up (10002, 10047, 10028).
+const REFUSED_FOR_GOOD: [jetstream::ErrorCode; 6] = [
+    jetstream::ErrorCode::STREAM_STORE_FAILED,
+    jetstream::ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM,
+    jetstream::ErrorCode::STREAM_HEADER_EXCEEDS_MAXIMUM,
+    jetstream::ErrorCode::ACCOUNT_RESOURCES_EXCEEDED,
+    jetstream::ErrorCode::STORAGE_RESOURCES_EXCEEDED,
+    jetstream::ErrorCode::MEMORY_RESOURCES_EXCEEDED,
+];
+
+/// A failed publish of `what` to stream `stream`: [`Error::Invalid`] when the stream refused
+/// the message for good ([`REFUSED_FOR_GOOD`]; not retried), else [`Error::Remote`] (the
+/// server or the network: retried for [`ShipOptions::retry_for`]).
+fn publish_error(
+    what: impl std::fmt::Display,
+    stream: &str,
+    e: jetstream::context::PublishError,
+) -> Error {
+    let refusal = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<jetstream::Error>())
+        .filter(|j| REFUSED_FOR_GOOD.contains(&j.error_code()));
+    match refusal {
+        Some(j) => Error::Invalid(format!(
+            "{what}: stream {stream} refused it: {j}; publishing again would not help: make room \
+             in the stream (its limits, `discard`) or the account, then ship again"
+        )),
+        None => remote(what, e),
+    }
+}
+
+/// True when one of a stream's subject filters takes every subject `agentlog.<token>.<tail>`
+/// (a session's events or metadata: [`events_subject`], [`meta_subject`]).
+fn takes_all(filters: &[String], tail: &str) -> bool {
+    filters.iter().any(|filter| {
+        let tokens: Vec<&str> = filter.split('.').collect();
+        let want = [Some(SUBJECT_PREFIX), None, Some(tail)];
+        for (i, w) in want.iter().enumerate() {
+            match tokens.get(i).copied() {
+                Some(">") => return true,
+                Some("*") => {}
+                Some(t) if *w == Some(t) => {}
+                _ => return false,
+            }
+        }
+        tokens.len() == want.len()
+    })
+}
+
 /// The subject token of a session id (`.` is written `~`).
 pub fn subject_token(id: &str) -> String {
     id.replace('.', "~")
@@ -502,6 +554,20 @@ impl Remote {
             }
             Err(e) => return Err(remote(format_args!("open stream {}", options.stream), e)),
         };
+        if create {
+            // A stream that does not take every session's subjects would answer some publishes
+            // with "no responders", which looks like a server that is not ready: said at once.
+            let subjects = &stream.cached_info().config.subjects;
+            if !(takes_all(subjects, "events") && takes_all(subjects, "meta")) {
+                return Err(Error::Invalid(format!(
+                    "stream {} takes the subjects {subjects:?}, not every \
+                     {SUBJECT_PREFIX}.<session>.events and .meta: ship to another stream \
+                     (--stream NAME; one that does not exist is created) or add \
+                     \"{SUBJECT_PREFIX}.>\" to its subjects",
+                    options.stream
+                )));
+            }
+        }
         Ok(Remote {
             js,
             stream,
@@ -802,9 +868,20 @@ impl Remote {
                 .js
                 .publish_with_headers(meta_subject(id), headers, meta_text.into_bytes().into())
                 .await
-                .map_err(|e| remote(format_args!("publish the metadata of {id}"), e))?;
-            ack.await
-                .map_err(|e| remote(format_args!("publish the metadata of {id}"), e))?;
+                .map_err(|e| {
+                    publish_error(
+                        format_args!("publish the metadata of {id}"),
+                        &self.options.stream,
+                        e,
+                    )
+                })?;
+            ack.await.map_err(|e| {
+                publish_error(
+                    format_args!("publish the metadata of {id}"),
+                    &self.options.stream,
+                    e,
+                )
+            })?;
             st.cursor.meta_version = version;
             st.cursor.meta_crc = Some(crc);
             st.save()?;
@@ -837,15 +914,25 @@ impl Remote {
                     .js
                     .publish_with_headers(events_subject(id), headers, line.clone().into())
                     .await
-                    .map_err(|e| remote(format_args!("publish {id} seq {seq}"), e))?;
+                    .map_err(|e| {
+                        publish_error(
+                            format_args!("publish {id} seq {seq}"),
+                            &self.options.stream,
+                            e,
+                        )
+                    })?;
                 pending.push_back((seq, ack));
                 seq += 1;
                 continue;
             }
             if let Some((acked, ack)) = pending.pop_front() {
-                let ack = ack
-                    .await
-                    .map_err(|e| remote(format_args!("publish {id} seq {acked}"), e))?;
+                let ack = ack.await.map_err(|e| {
+                    publish_error(
+                        format_args!("publish {id} seq {acked}"),
+                        &self.options.stream,
+                        e,
+                    )
+                })?;
                 if ack.stream != self.options.stream {
                     return Err(Error::Remote(format!(
                         "{id} seq {acked} was stored by stream {}, not {}: another stream \

@@ -669,3 +669,69 @@ fn one_refused_session_does_not_stop_the_others() {
     );
     assert_ne!(export(&b, "a-ok"), export(&a, "a-ok"));
 }
+
+/// Creates a stream on the server at `url` as its operator would, after deleting stream
+/// `delete` (subjects of two streams must not overlap).
+fn create_stream(url: &str, delete: Option<&str>, config: async_nats::jetstream::stream::Config) {
+    runtime().unwrap().block_on(async {
+        let client = async_nats::connect(url).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        if let Some(name) = delete {
+            js.delete_stream(name).await.unwrap();
+        }
+        js.create_stream(config).await.unwrap();
+    });
+}
+
+/// A stream that could never take the events was retried for 60 s like a server that is down,
+/// and then named as a network failure: one whose subjects do not take `agentlog.<session>.*`
+/// (its publishes get "no responders"), and one that is full and discards new messages. The
+/// first is now refused on connecting, the second at its first refused publish, each with what
+/// to change.
+#[test]
+fn a_stream_that_cannot_take_the_events_is_refused_at_once() {
+    use async_nats::jetstream::stream::{Config, DiscardPolicy};
+    let Some(bin) = server_binary() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&bin, tmp.path());
+    let url = server.url();
+    let a = Cli::new();
+    append_turns(&a.store(), "s", "s", 2);
+
+    create_stream(
+        &url,
+        None,
+        Config {
+            name: "NARROW".into(),
+            subjects: vec!["agentlog.host1.>".into(), "other.>".into()],
+            ..Default::default()
+        },
+    );
+    let said = a
+        .run(&["ship", "--nats", &url, "--stream", "NARROW", "s"])
+        .fails(1)
+        .to_string();
+    assert!(said.contains("stream NARROW takes the subjects"), "{said}");
+    assert!(said.contains("\"agentlog.>\""), "{said}");
+
+    create_stream(
+        &url,
+        Some("NARROW"),
+        Config {
+            name: "FULL".into(),
+            subjects: vec!["agentlog.>".into()],
+            max_messages: 5,
+            discard: DiscardPolicy::New,
+            ..Default::default()
+        },
+    );
+    let said = a
+        .run(&["ship", "--nats", &url, "--stream", "FULL", "s"])
+        .fails(1)
+        .to_string();
+    assert!(said.contains("stream FULL refused it"), "{said}");
+    assert!(said.contains("maximum messages exceeded"), "{said}");
+    let run = a.run(&["ship", "--status", "--stream", "FULL", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(run.ok().trim()).unwrap();
+    assert_eq!(v["shipped"], 4, "the metadata and 4 events fit: {v}");
+}
