@@ -1207,6 +1207,7 @@ impl Remote {
             waiting: HashMap::new(),
             states: HashMap::new(),
             checked: HashSet::new(),
+            created: HashSet::new(),
             reports: Vec::new(),
         };
         if !follow {
@@ -1408,6 +1409,8 @@ struct Restorer<'a> {
     states: HashMap<String, SessionState>,
     /// Local sessions found to match the stream's (by header) or created by this restore.
     checked: HashSet<String>,
+    /// Local sessions created by this restore.
+    created: HashSet<String>,
     reports: Vec<RestoreReport>,
 }
 
@@ -1586,6 +1589,7 @@ impl Restorer<'_> {
                 |_| {},
             )?;
             self.checked.insert(local.to_string());
+            self.created.insert(local.to_string());
         } else if !self.checked.contains(local) {
             let have = SessionMeta::load(&dir)?;
             if have.created_at != meta.created_at {
@@ -1629,14 +1633,30 @@ impl Restorer<'_> {
             session.sync()?;
             session.close()?;
         }
-        for (local, waiting) in &self.waiting {
-            if let Some((&first, _)) = waiting.iter().next() {
-                let len = self.lens.get(local).copied().unwrap_or(0);
-                return Err(Error::Remote(format!(
-                    "session {local}: the stream lacks seq {len} (it holds seq {first} and \
-                     later): events are missing from the stream"
-                )));
+        let mut gaps = Vec::new();
+        let mut waiting: Vec<_> = self.waiting.iter().collect();
+        waiting.sort_by(|a, b| a.0.cmp(b.0));
+        for (local, events) in waiting {
+            let Some((&first, _)) = events.iter().next() else {
+                continue;
+            };
+            let len = self.lens.get(local).copied().unwrap_or(0);
+            let mut gap = format!(
+                "session {local}: the stream lacks seq {len} (it holds seq {first} and later)"
+            );
+            if len == 0 && self.created.contains(local) {
+                // Created by this restore from its metadata, and not one event of it could
+                // follow: an empty session would pass for the stream's copy.
+                self.store.remove_new(local)?;
+                gap.push_str(", so it was not created");
             }
+            gaps.push(gap);
+        }
+        if !gaps.is_empty() {
+            return Err(Error::Remote(format!(
+                "{}: events are missing from the stream (deleted, or expired by its limits)",
+                gaps.join("; ")
+            )));
         }
         Ok(self.reports)
     }

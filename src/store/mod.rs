@@ -493,6 +493,20 @@ impl Store {
         Ok(())
     }
 
+    /// Removes session `id`, which its caller has just created and wrote no event to (a
+    /// restore that found the stream lacking the session's first events): nothing of a
+    /// half-made session is left behind. Refused while a writer has it open.
+    #[cfg(feature = "nats")]
+    pub(crate) fn remove_new(&self, id: &str) -> Result<()> {
+        let dir = self.session_dir(id)?;
+        let lock = log::lock_dir(&dir)?;
+        std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+        drop(lock);
+        self.subscribers
+            .send(&[StoreNotice::Removed(id.to_string())]);
+        Ok(())
+    }
+
     /// Garbage collection: removes the files of deleted sessions (and what an interrupted import
     /// left behind), and the `session.json.tmp` a failed metadata write left in any session.
     /// Returns the ids removed; a deleted session with a writer open is skipped. A session whose
