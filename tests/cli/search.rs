@@ -316,3 +316,21 @@ fn show_and_search_take_the_same_type_forms() {
         );
     }
 }
+
+/// `search --session X` refused a deleted session, while `show`, `stats` and `export` read it
+/// until `gc`. It is now read too, with a note on stderr; a store-wide search still leaves it
+/// out.
+#[test]
+fn search_reads_a_deleted_session_it_is_named() {
+    let cli = Cli::new();
+    let id = cli.import_example("coding-session", &[]);
+    cli.run(&["delete", &id]).ok();
+    let named = cli.run(&["search", "--session", &id, "--type", "turn/start"]);
+    let lines = named.ok().lines().count();
+    assert_eq!(lines, 5, "{}", named.stdout);
+    assert!(named.stderr.contains("is deleted"), "{}", named.stderr);
+    let shown = cli.run(&["show", &id, "--type", "turn/start"]);
+    assert_eq!(shown.ok().lines().count(), lines, "{}", shown.stdout);
+    let all = cli.run(&["search", "--type", "turn/start"]);
+    assert_eq!(all.stdout, "", "a store-wide search leaves it out");
+}

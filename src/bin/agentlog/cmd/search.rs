@@ -29,7 +29,8 @@ use crate::target::{explain, Ctx};
 /// named on stderr and skipped, the others are searched, and the exit code is 1.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this session (an id in the store, or a session directory); repeat for several
+    /// Only this session (an id in the store, or a session directory; a deleted one is read
+    /// until `gc`, as `show` reads it); repeat for several
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
     /// Only events of this type: a type (tool/call), a domain (tool or tool/*) or * for all;
@@ -195,10 +196,11 @@ fn search_sessions(
         let target = ctx.resolve(name)?;
         let reader = target.reader()?;
         if reader.meta().state == SessionState::Deleted {
-            return Err(explain(
-                agentlog::Error::Deleted(reader.meta().id.clone()),
-                &target.label,
-            ));
+            // Read as `show`, `stats` and `export` read it (a store-wide search leaves it out).
+            eprintln!(
+                "note: session {} is deleted (its files go at the next `agentlog gc`)",
+                target.label
+            );
         }
         readers.push((target.label.clone(), reader));
     }
