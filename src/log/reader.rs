@@ -675,6 +675,23 @@ impl LogReader {
                         }
                     }
                 }
+                // A closed segment that ends before `seq` while a later one exists: the
+                // segments between are missing (not a record at offset 0 of this one).
+                let closed = view
+                    .index_header()
+                    .filter(|h| h.state != IndexState::Open && i >= h.count);
+                if let (Some(h), Some(next)) = (closed, slots.get(k + 1)) {
+                    let from = view.header.base_seq + h.count;
+                    return Err(Error::corrupt(
+                        &view.path,
+                        h.end,
+                        Some(from),
+                        CorruptionKind::MissingSeqs {
+                            from,
+                            to: next.base,
+                        },
+                    ));
+                }
                 Err(Error::corrupt(
                     &view.path,
                     offset,
@@ -1009,11 +1026,26 @@ impl<'a> Iterator for Iter<'a> {
             Err(fault) => {
                 let seq = self.seq;
                 self.seq = self.end;
+                // At the end of a closed segment that a later one does not follow on from:
+                // the segments between are missing.
+                let closed_end = matches!(fault, Fault::Zero)
+                    && self.seg_end != u64::MAX
+                    && view.index_header().is_some_and(|h| {
+                        h.state != IndexState::Open && h.count == seq - view.header.base_seq
+                    });
+                let kind = if closed_end {
+                    CorruptionKind::MissingSeqs {
+                        from: seq,
+                        to: self.seg_end,
+                    }
+                } else {
+                    fault.into_kind()
+                };
                 Some(Err(Error::corrupt(
                     &view.path,
                     self.offset,
                     Some(seq),
-                    fault.into_kind(),
+                    kind,
                 )))
             }
         }

@@ -207,3 +207,38 @@ fn a_session_reader_opens_mapping_the_last_segment_only() {
     assert_eq!(r.events().count() as u64, r.len());
     assert_eq!(r.log().mapped_segments(), segments);
 }
+
+/// A middle segment (with its index) removed before the reader opened: `get` of a seq that was
+/// in it named a record at byte offset 0 of the segment before, with that seq, "the records
+/// end early"; reading through it named the earlier segment's end as a truncated record. Both
+/// now name what is wrong: seqs missing between two segments, from where the earlier one ends
+/// to where the next one starts.
+#[test]
+fn a_missing_middle_segment_is_named_as_missing_seqs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let segs = many_segments(tmp.path());
+    let k = segs.len() / 2;
+    let (gone, path) = &segs[k];
+    let next = segs[k + 1].0;
+    std::fs::remove_file(path).unwrap();
+    std::fs::remove_file(path.with_extension("idx")).unwrap();
+    let r = LogReader::open(tmp.path()).unwrap();
+    let expect = |e: Error| match e.corruption() {
+        Some(c) => {
+            assert_eq!(c.path, segs[k - 1].1, "{c}");
+            assert_eq!(c.seq, Some(*gone), "{c}");
+            assert_eq!(
+                c.kind,
+                CorruptionKind::MissingSeqs {
+                    from: *gone,
+                    to: next
+                },
+                "{c}"
+            );
+        }
+        None => panic!("{e}"),
+    };
+    expect(r.get(gone + 1).map(|_| ()).unwrap_err());
+    let read: Result<Vec<_>, _> = r.iter().collect();
+    expect(read.map(|_| ()).unwrap_err());
+}
