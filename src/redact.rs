@@ -103,7 +103,7 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "aws-secret-access-key",
         set: "credentials",
-        pattern: r#"(?i:aws_?secret_?(?:access_?)?key)\\?["']?\s*[:=]\s*\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
+        pattern: r#"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)\\?["']?\s*[:=]\s*\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
         check: Check::Token,
     },
     BuiltinRule {
@@ -163,7 +163,10 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "password-assignment",
         set: "credentials",
-        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
+        // The value: quoted (to its closing quote: `;`, `&` and `,` are in it), or bare: runs
+        // of value characters joined by `;` or `&` (a connection string's `p@ss;w0rd`), cut
+        // before the `;`/`&` that starts the next `name=` pair (see `before_next_pair`).
+        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|session_?token)\\?["']?\s*[:=]\s*(?:\\?"([^\s"\\]{4,})\\?"|'([^\s'\\]{4,})'|\\?["']?([^\s"'\\&,;<>{}()\[\]]+(?:[;&][^\s"'\\&,;<>{}()\[\]]+)*))"#,
         check: Check::Value,
     },
     BuiltinRule {
@@ -193,9 +196,15 @@ struct Rule {
     name: String,
     regex: Regex,
     check: Check,
-    /// The group that is the secret: 1 for a built-in rule that has one, a custom rule's group
-    /// named `secret`, else 0 (the whole match).
+    /// The group that is the secret: 1 for a built-in rule that has one (the first of its
+    /// groups that took part in the match, when it has several), a custom rule's group named
+    /// `secret`, else 0 (the whole match).
     group: usize,
+    /// The group of a bare `name=value` value that is cut before the next `name=` pair
+    /// ([`before_next_pair`]): `password-assignment`'s last.
+    pairs: Option<usize>,
+    /// A built-in rule (its secret is the first of its groups that took part).
+    builtin: bool,
 }
 
 /// A compiled set of rules and what replaces their matches.
@@ -265,6 +274,40 @@ fn distinct(s: &str) -> usize {
         }
     }
     n
+}
+
+/// The group of a match that is the secret, and its index: a custom rule's `secret` group
+/// (else the whole match); the first group of a built-in rule that took part (else the whole
+/// match).
+fn secret_group<'h>(rule: &Rule, caps: &regex::Captures<'h>) -> Option<(usize, regex::Match<'h>)> {
+    if rule.builtin {
+        if let Some(found) = (1..caps.len()).find_map(|g| caps.get(g).map(|m| (g, m))) {
+            return Some(found);
+        }
+    } else if let Some(m) = caps.get(rule.group) {
+        return Some((rule.group, m));
+    }
+    caps.get(0).map(|m| (0, m))
+}
+
+/// The length of a bare value's part before the `;` or `&` that starts the next `name=` pair
+/// (`p@ss;w0rd;Encrypt=true` → `p@ss;w0rd`, `hunter2&next=/` → `hunter2`); its whole length
+/// when none does (`abc;def&x`: `def&x` and `x` are not pairs, so they are the value's).
+fn before_next_pair(value: &str) -> usize {
+    let b = value.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b';' || c == b'&' {
+            let rest = &b[i + 1..];
+            let n = rest
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+                .count();
+            if n > 0 && rest.get(n) == Some(&b'=') {
+                return i;
+            }
+        }
+    }
+    b.len()
 }
 
 /// Values that stand for a password in docs and code, never one.
@@ -370,11 +413,12 @@ const LABEL_WORDS: &[&str] = &[
     "apikey",
     "accesstoken",
     "authtoken",
+    "sessiontoken",
 ];
 
 /// A JSON member name that labels a secret (`password`, `DB_PASSWORD`, `api_key`,
 /// `AWS_SECRET_ACCESS_KEY`, `client_secret`, …): its string value is one, whole.
-const SECRET_MEMBER: &str = r"(?i)(?:^|[_.-])(?:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|secret_?access_?key|private_?key)$";
+const SECRET_MEMBER: &str = r"(?i)(?:^|[_.-])(?:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|session_?token|secret_?access_?key|private_?key)$";
 
 /// A built-in pattern with ASCII classes: word boundaries, digits, word characters and spaces
 /// of ASCII, so that the regex engine's DFA handles any text (a Unicode word boundary sends
@@ -419,11 +463,14 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
             let regex =
                 Regex::new(&ascii(b.pattern)).map_err(|e| format!("rule {}: {e}", b.name))?;
             let group = usize::from(regex.captures_len() > 1);
+            let pairs = (b.name == "password-assignment").then(|| regex.captures_len() - 1);
             chosen.push(Rule {
                 name: b.name.to_string(),
                 regex,
                 check: b.check,
                 group,
+                pairs,
+                builtin: true,
             });
         }
     }
@@ -453,6 +500,8 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
             regex,
             check: Check::None,
             group,
+            pairs: None,
+            builtin: false,
         });
     }
     Ok(chosen)
@@ -876,15 +925,19 @@ impl Redactor {
     fn scan(&self, view: &str, s: &str, hits: &mut Vec<(usize, usize, usize)>) {
         for (i, rule) in self.rules.iter().enumerate() {
             for caps in rule.regex.captures_iter(view) {
-                let Some(m) = caps.get(rule.group).or_else(|| caps.get(0)) else {
+                let Some((g, m)) = secret_group(rule, &caps) else {
                     continue;
+                };
+                let end = match rule.pairs {
+                    Some(p) if p == g => m.start() + before_next_pair(m.as_str()),
+                    _ => m.end(),
                 };
                 // The secret as the string has it (the same bytes, escapes and all).
-                let Some(secret) = s.get(m.start()..m.end()) else {
+                let Some(secret) = s.get(m.start()..end) else {
                     continue;
                 };
-                if !m.is_empty() && rule.check.accepts(secret) {
-                    hits.push((m.start(), m.end(), i));
+                if !secret.is_empty() && rule.check.accepts(secret) {
+                    hits.push((m.start(), end, i));
                 }
             }
         }
