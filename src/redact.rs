@@ -602,7 +602,133 @@ fn unescape_view(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `s` with its JSON escapes decoded (`\u0061` → `a`, a surrogate pair → its character, a lone
+/// surrogate → U+FFFD, `\n` `\r` `\t` `\b` `\f` → a space, `\"` `\\` `\/` → the character),
+/// and for each byte of it (and its end) the offset in `s` of what it was decoded from; `None`
+/// when `s` holds no `\u` escape (the other escapes are seen by [`unescape_view`]).
+fn decoded_view(s: &str) -> Option<(String, Vec<usize>)> {
+    if !s.contains("\\u") {
+        return None;
+    }
+    let bytes = s.as_bytes();
+    let hex4 = |i: usize| -> Option<u32> {
+        let h = s.get(i..i + 4)?;
+        if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(h, 16).ok()
+    };
+    let mut out = String::with_capacity(s.len());
+    let mut map = Vec::with_capacity(s.len() + 1);
+    let push = |out: &mut String, map: &mut Vec<usize>, c: char, from: usize| {
+        let before = out.len();
+        out.push(c);
+        map.extend(std::iter::repeat_n(from, out.len() - before));
+    };
+    let mut i = 0;
+    let mut any = false;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            let decoded = match bytes.get(i + 1) {
+                Some(b'u') => hex4(i + 2).map(|u| {
+                    // A surrogate pair is two escapes.
+                    let low = (0xD800..0xDC00)
+                        .contains(&u)
+                        .then(|| {
+                            (bytes.get(i + 6) == Some(&b'\\') && bytes.get(i + 7) == Some(&b'u'))
+                                .then(|| hex4(i + 8))
+                                .flatten()
+                        })
+                        .flatten()
+                        .filter(|l| (0xDC00..0xE000).contains(l));
+                    match low {
+                        Some(l) => (
+                            char::from_u32(0x10000 + ((u - 0xD800) << 10) + (l - 0xDC00)),
+                            12,
+                        ),
+                        None => (char::from_u32(u), 6),
+                    }
+                }),
+                Some(b'n' | b'r' | b't' | b'b' | b'f') => Some((Some(' '), 2)),
+                Some(b'"') => Some((Some('"'), 2)),
+                Some(b'\\') => Some((Some('\\'), 2)),
+                Some(b'/') => Some((Some('/'), 2)),
+                _ => None,
+            };
+            if let Some((c, len)) = decoded {
+                any |= len >= 6;
+                push(&mut out, &mut map, c.unwrap_or('\u{FFFD}'), i);
+                i += len;
+                continue;
+            }
+        }
+        // Not an escape: the character as it is.
+        let Some(c) = s.get(i..).and_then(|rest| rest.chars().next()) else {
+            break;
+        };
+        push(&mut out, &mut map, c, i);
+        i += c.len_utf8();
+    }
+    map.push(s.len());
+    any.then_some((out, map))
+}
+
+/// A JSON-escaped secret as it reads (`sk-\u0061bc…` → `sk-abc…`): what hash mode hashes, so
+/// equal values give equal tags however they were written.
+fn decoded_secret(secret: &str) -> std::borrow::Cow<'_, str> {
+    match decoded_view(secret) {
+        Some((d, _)) => std::borrow::Cow::Owned(d),
+        None => std::borrow::Cow::Borrowed(secret),
+    }
+}
+
+/// The bytes a `rawHex` string (an imported line that is not UTF-8: two lower- or upper-case
+/// hex digits a byte) holds, or `None` when it is not one.
+fn unhex(hex: &str) -> Option<Vec<u8>> {
+    let b = hex.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16);
+    b.chunks(2)
+        .map(|p| Some((digit(p[0])? * 16 + digit(p[1])?) as u8))
+        .collect()
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
+}
+
 impl Walk<'_> {
+    /// A `rawHex` source line (docs/import.md): its bytes decoded and each run of UTF-8 in them
+    /// scanned; redacted, the bytes are encoded again with the bytes that are not UTF-8 as they
+    /// were. Returns false when `hex` is not hex (then it is scanned as a string).
+    fn raw_hex(&mut self, hex: &mut String, at: &At<'_>) -> bool {
+        let Some(bytes) = unhex(hex) else {
+            return false;
+        };
+        let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+        let mut changed = false;
+        for piece in bytes.utf8_chunks() {
+            let mut text = piece.valid().to_string();
+            let hits = self.redactor.hits(&text);
+            changed |= !hits.is_empty();
+            self.apply_hits(&mut text, hits, at);
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(piece.invalid());
+        }
+        if changed && self.apply {
+            *hex = to_hex(&out);
+        }
+        true
+    }
+
     fn string(&mut self, s: &mut String, at: &At<'_>) {
         let hits = self.redactor.hits(s);
         self.apply_hits(s, hits, at);
@@ -645,6 +771,10 @@ impl Walk<'_> {
                 if let Some(rule) = self.redactor.member_hit(key, s) {
                     let whole = vec![(0, s.len(), rule)];
                     self.apply_hits(s, whole, &at);
+                    continue;
+                }
+                // An imported line that is not UTF-8, kept as hex in `x-source`.
+                if key == "rawHex" && self.raw_hex(s, &at) {
                     continue;
                 }
             }
@@ -902,13 +1032,29 @@ impl Redactor {
             return Vec::new();
         }
         let view = unescape_view(s);
-        if !self.any.is_match(s) && !view.as_deref().is_some_and(|v| self.any.is_match(v)) {
+        let decoded = decoded_view(s);
+        if !self.any.is_match(s)
+            && !view.as_deref().is_some_and(|v| self.any.is_match(v))
+            && !decoded.as_ref().is_some_and(|(d, _)| self.any.is_match(d))
+        {
             return Vec::new();
         }
         let mut hits = Vec::new();
         self.scan(s, s, &mut hits);
         if let Some(v) = &view {
             self.scan(v, s, &mut hits);
+        }
+        if let Some((d, map)) = &decoded {
+            // Its matches are checked as they read, and replaced where their escapes are.
+            let mut found = Vec::new();
+            self.scan(d, d, &mut found);
+            for (start, end, rule) in found {
+                if let (Some(&a), Some(&b)) = (map.get(start), map.get(end)) {
+                    if a < b && s.is_char_boundary(a) && s.is_char_boundary(b) {
+                        hits.push((a, b, rule));
+                    }
+                }
+            }
         }
         hits.sort_by_key(|&(start, end, rule)| (start, rule, std::cmp::Reverse(end)));
         let mut out: Vec<(usize, usize, usize)> = Vec::with_capacity(hits.len());
@@ -963,7 +1109,7 @@ impl Redactor {
         match self.mode {
             Mode::Replace => format!("[REDACTED:{rule}]"),
             Mode::Hash => {
-                let h = blake3::keyed_hash(&self.key, secret.as_bytes());
+                let h = blake3::keyed_hash(&self.key, decoded_secret(secret).as_bytes());
                 let hex: String = h.as_bytes()[..6]
                     .iter()
                     .map(|b| format!("{b:02x}"))
