@@ -30,6 +30,7 @@
 //! # Ok::<(), String>(())
 //! ```
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use regex::Regex;
@@ -1216,6 +1217,223 @@ impl Redactor {
             walk.value(c, &At::root("config"));
         }
         walk.findings
+    }
+}
+
+/// The streamed text of a session's `assistant/chunk` events, gathered so that a secret split
+/// across chunks (a key's first half in one `text-delta`, the rest in the next) is found
+/// (docs/events.md §9). A stream is the text deltas of one step, its reasoning deltas, or the
+/// argument deltas of one tool call (a delta naming an `id` starts the next call's), in seq
+/// order. Feed it every event with [`ChunkStreams::push`], then ask
+/// [`Redactor::split_secrets`].
+#[derive(Debug, Default)]
+pub struct ChunkStreams {
+    streams: Vec<Stream>,
+    /// The stream each `(turn, step, kind)` appends to.
+    open: HashMap<(u64, u64, u8), usize>,
+}
+
+#[derive(Debug)]
+struct Stream {
+    /// The chunk member its pieces are in (`text`, `arguments`).
+    field: &'static str,
+    text: String,
+    /// Each piece: the chunk's seq and where its text starts in `text`.
+    parts: Vec<(u64, usize)>,
+}
+
+impl ChunkStreams {
+    /// Adds event `seq` (only `assistant/chunk` deltas are kept; other events are passed over).
+    pub fn push(&mut self, seq: u64, e: &Event) {
+        let EventData::AssistantChunk(d) = &e.data else {
+            return;
+        };
+        let (kind, field, text, starts_call) = match &d.chunk {
+            Chunk::TextDelta { text, .. } => (0u8, "text", text.as_str(), false),
+            Chunk::ReasoningDelta { text, .. } => (1, "text", text.as_str(), false),
+            Chunk::ToolCallDelta { id, arguments, .. } => {
+                let starts = id.is_present();
+                match arguments.present() {
+                    Some(a) => (2, "arguments", a.as_str(), starts),
+                    None => {
+                        if starts {
+                            self.open.remove(&(d.turn, d.step, 2));
+                        }
+                        return;
+                    }
+                }
+            }
+            Chunk::Other(_) => return,
+        };
+        let key = (d.turn, d.step, kind);
+        let i = match self.open.get(&key) {
+            Some(&i) if !starts_call => i,
+            _ => {
+                self.streams.push(Stream {
+                    field,
+                    text: String::new(),
+                    parts: Vec::new(),
+                });
+                let i = self.streams.len() - 1;
+                self.open.insert(key, i);
+                i
+            }
+        };
+        if let Some(st) = self.streams.get_mut(i) {
+            st.parts.push((seq, st.text.len()));
+            st.text.push_str(text);
+        }
+    }
+}
+
+/// The secrets [`Redactor::split_secrets`] found split across chunks: for each chunk's seq, the
+/// parts of its text that are one.
+#[derive(Debug, Default)]
+pub struct SplitSecrets {
+    parts: BTreeMap<u64, Vec<SplitPart>>,
+}
+
+#[derive(Debug)]
+struct SplitPart {
+    /// The chunk member (`text`, `arguments`).
+    field: &'static str,
+    start: usize,
+    end: usize,
+    rule: usize,
+    /// The whole secret, on the part it starts in (which takes its tag; the other parts are
+    /// removed, so that the streamed text reads as one tag).
+    whole: Option<String>,
+}
+
+impl SplitSecrets {
+    /// Whether none was found.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+}
+
+/// The chunk member `field` of an `assistant/chunk` event.
+fn chunk_field<'e>(e: &'e mut Event, field: &str) -> Option<&'e mut String> {
+    let EventData::AssistantChunk(d) = &mut e.data else {
+        return None;
+    };
+    match (&mut d.chunk, field) {
+        (Chunk::TextDelta { text, .. } | Chunk::ReasoningDelta { text, .. }, "text") => Some(text),
+        (
+            Chunk::ToolCallDelta {
+                arguments: Opt::Present(a),
+                ..
+            },
+            "arguments",
+        ) => Some(a),
+        _ => None,
+    }
+}
+
+impl Redactor {
+    /// The secrets of `streams` that are split across two or more chunks (one that lies in a
+    /// single chunk is found by that event's own scan).
+    pub fn split_secrets(&self, streams: &ChunkStreams) -> SplitSecrets {
+        let mut out = SplitSecrets::default();
+        for st in &streams.streams {
+            if st.parts.len() < 2 {
+                continue;
+            }
+            // The piece a byte is in: the last one starting at or before it.
+            let piece = |at: usize| st.parts.partition_point(|p| p.1 <= at).saturating_sub(1);
+            for (start, end, rule) in self.hits(&st.text) {
+                let (first, last) = (piece(start), piece(end.saturating_sub(1)));
+                if first == last {
+                    continue;
+                }
+                for k in first..=last {
+                    let Some(&(seq, from)) = st.parts.get(k) else {
+                        continue;
+                    };
+                    let to = st.parts.get(k + 1).map_or(st.text.len(), |p| p.1);
+                    let (a, b) = (start.max(from), end.min(to));
+                    if a >= b {
+                        continue;
+                    }
+                    out.parts.entry(seq).or_default().push(SplitPart {
+                        field: st.field,
+                        start: a - from,
+                        end: b - from,
+                        rule,
+                        whole: (k == first)
+                            .then(|| st.text.get(start..end).unwrap_or_default().to_string()),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Replaces the parts of split secrets in event `seq` (the tag on the part a secret starts
+    /// in, nothing on the others); returns `(rule, path)` of each part replaced.
+    fn apply_split(&self, e: &mut Event, seq: u64, split: &SplitSecrets) -> Vec<(String, String)> {
+        let Some(parts) = split.parts.get(&seq) else {
+            return Vec::new();
+        };
+        let mut fired = Vec::new();
+        // From the last part back, so that the offsets of the earlier ones hold.
+        let mut order: Vec<&SplitPart> = parts.iter().collect();
+        order.sort_by_key(|p| std::cmp::Reverse(p.start));
+        for p in order {
+            let Some(s) = chunk_field(e, p.field) else {
+                continue;
+            };
+            if p.end > s.len() || !s.is_char_boundary(p.start) || !s.is_char_boundary(p.end) {
+                continue;
+            }
+            let name = &self.rules[p.rule].name;
+            let with = p
+                .whole
+                .as_deref()
+                .map_or(String::new(), |w| self.tag(name, w));
+            s.replace_range(p.start..p.end, &with);
+            fired.push((name.clone(), format!("data.chunk.{}", p.field)));
+        }
+        fired.reverse();
+        fired
+    }
+
+    /// [`Redactor::redact_event`] of event `seq`, first replacing the parts of the secrets
+    /// `split` found split across chunks.
+    pub fn redact_event_split(&self, event: &mut Event, seq: u64, split: &SplitSecrets) -> usize {
+        let mut fired = self.apply_split(event, seq, split);
+        let mut walk = Walk {
+            redactor: self,
+            apply: true,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.event(event);
+        fired.extend(walk.fired);
+        record(&mut event.extra, fired)
+    }
+
+    /// [`Redactor::scan_event`] of event `seq`, with the secrets `split` found split across
+    /// chunks: each reported once, on the chunk it starts in (path `data.chunk.text`, the
+    /// preview of the whole secret).
+    pub fn scan_event_split(&self, event: &Event, seq: u64, split: &SplitSecrets) -> Vec<Finding> {
+        let Some(parts) = split.parts.get(&seq) else {
+            return self.scan_event(event);
+        };
+        let mut out: Vec<Finding> = parts
+            .iter()
+            .filter_map(|p| {
+                p.whole.as_deref().map(|w| Finding {
+                    path: format!("data.chunk.{}", p.field),
+                    rule: self.rules[p.rule].name.clone(),
+                    preview: mask(w),
+                })
+            })
+            .collect();
+        let mut copy = event.clone();
+        self.apply_split(&mut copy, seq, split);
+        out.extend(self.scan_event(&copy));
+        out
     }
 }
 

@@ -24,7 +24,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::event::{decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
 use crate::log;
-use crate::redact::{Finding, Redactor};
+use crate::redact::{ChunkStreams, Finding, Redactor, SplitSecrets};
 use crate::session::{Session, SessionMeta, SessionReader, SessionState};
 use crate::util::now_ms;
 
@@ -179,8 +179,33 @@ fn tombstone(mut e: Event, turn: Option<u64>, step: Option<u64>) -> Event {
 }
 
 impl Store {
-    /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order.
+    /// The secrets of session `id` split across its streamed chunks (docs/events.md §9): a
+    /// pass over its `assistant/chunk` events only.
+    fn split_secrets(&self, id: &str, redactor: &Redactor) -> Result<SplitSecrets> {
+        let reader = self.open_reader(id)?;
+        let mut streams = ChunkStreams::default();
+        for event in reader.events() {
+            let event = event?;
+            if !matches!(
+                &event.data,
+                crate::event::archived::ArchivedEventData::AssistantChunk(_)
+            ) {
+                continue;
+            }
+            let seq = event.seq();
+            let owned = decode_event(event).map_err(|source| Error::Archive {
+                seq: Some(seq),
+                source,
+            })?;
+            streams.push(seq, &owned);
+        }
+        Ok(redactor.split_secrets(&streams))
+    }
+
+    /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order
+    /// (a secret split across streamed chunks reported once, on the chunk it starts in).
     pub fn scan_secrets(&self, id: &str, redactor: &Redactor) -> Result<Vec<SecretFinding>> {
+        let split = self.split_secrets(id, redactor)?;
         let reader = self.open_reader(id)?;
         let mut out: Vec<SecretFinding> = redactor
             .scan_meta(reader.meta())
@@ -200,7 +225,7 @@ impl Store {
             })?;
             out.extend(
                 redactor
-                    .scan_event(&owned)
+                    .scan_event_split(&owned, seq, &split)
                     .into_iter()
                     .map(|finding| SecretFinding {
                         session: id.to_string(),
@@ -249,12 +274,13 @@ impl Store {
             if self.scan_secrets(&target, redactor)?.is_empty() {
                 continue;
             }
+            let split = self.split_secrets(&target, redactor)?;
             let matches = std::cell::Cell::new(0u64);
             let (events, changed) = self.rewrite(
                 &target,
                 |meta| matches.set(matches.get() + redactor.redact_meta(meta) as u64),
-                |mut e, _| {
-                    let n = redactor.redact_event(&mut e) as u64;
+                |mut e, seq| {
+                    let n = redactor.redact_event_split(&mut e, seq, &split) as u64;
                     matches.set(matches.get() + n);
                     Ok((e, n > 0))
                 },
