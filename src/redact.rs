@@ -1157,6 +1157,24 @@ impl Redactor {
         record(&mut event.extra, walk.fired)
     }
 
+    /// The matches in arbitrary bytes (a file of a session's `damaged/` folder: cut records,
+    /// salvaged events): each run of UTF-8 in them scanned as a string, `at` the path of each
+    /// finding.
+    pub fn scan_bytes(&self, bytes: &[u8], at: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for piece in bytes.utf8_chunks() {
+            let text = piece.valid();
+            for (start, end, rule) in self.hits(text) {
+                out.push(Finding {
+                    path: at.to_string(),
+                    rule: self.rules[rule].name.clone(),
+                    preview: mask(text.get(start..end).unwrap_or_default()),
+                });
+            }
+        }
+        out
+    }
+
     /// The matches in `event`, without changing it.
     pub fn scan_event(&self, event: &Event) -> Vec<Finding> {
         // The walk takes `&mut` (one walk for both uses): a scan runs on a copy only when the

@@ -178,7 +178,60 @@ fn tombstone(mut e: Event, turn: Option<u64>, step: Option<u64>) -> Event {
     e
 }
 
+/// One finding of [`Store::scan_damaged`]: a match in a file of a session's `damaged/` folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedFinding {
+    /// The session.
+    pub session: String,
+    /// The file (in `<store>/sessions/<id>/damaged/`).
+    pub file: std::path::PathBuf,
+    /// Which rule, a masked preview; `path` is `damaged/<file name>`.
+    pub finding: Finding,
+}
+
 impl Store {
+    /// Every match of `redactor`'s rules in the files of session `id`'s `damaged/` folder (what
+    /// a salvage cut: the cut records, the valid events found after the damage, copies of
+    /// damaged files), scanned as bytes (docs/events.md §9). None when it has no such folder.
+    /// `redact` does not rewrite these files: delete the folder once nothing in it is needed.
+    pub fn scan_damaged(&self, id: &str, redactor: &Redactor) -> Result<Vec<DamagedFinding>> {
+        let dir = self.existing_dir(id)?.join(log::DAMAGED_DIR);
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("read directory", &dir, e)),
+        };
+        let mut files = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+            // Not through a link.
+            let t = entry
+                .file_type()
+                .map_err(|e| Error::io("read", entry.path(), e))?;
+            if t.is_file() {
+                files.push(entry.path());
+            }
+        }
+        files.sort();
+        let mut out = Vec::new();
+        for file in files {
+            let bytes = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let at = format!("{}/{name}", log::DAMAGED_DIR);
+            out.extend(redactor.scan_bytes(&bytes, &at).into_iter().map(|finding| {
+                DamagedFinding {
+                    session: id.to_string(),
+                    file: file.clone(),
+                    finding,
+                }
+            }));
+        }
+        Ok(out)
+    }
+
     /// The secrets of session `id` split across its streamed chunks (docs/events.md §9): a
     /// pass over its `assistant/chunk` events only.
     fn split_secrets(&self, id: &str, redactor: &Redactor) -> Result<SplitSecrets> {

@@ -591,3 +591,63 @@ fn a_key_split_across_streamed_chunks_is_found_and_redacted() {
     assert!(text.contains(r#""text":" - keep it safe.""#), "{text}");
     cli.run(&["secrets", "s"]).ok();
 }
+
+/// A salvage moves what it cut into the session's `damaged/` folder: `secrets` never looked
+/// there, so a store said clean held a key in it. Its files are now scanned (as bytes: each
+/// run of UTF-8), each finding named with the file, and the way to remove them said (`redact`
+/// does not rewrite salvaged bytes; deleting the folder does).
+#[test]
+fn secrets_scans_the_damaged_folder() {
+    let cli = Cli::new();
+    cli.run(&["create", "--id", "s"]).ok();
+    cli.run(&["secrets", "s"]).ok();
+    let damaged = cli.session_dir("s").join("damaged");
+    std::fs::create_dir(&damaged).unwrap();
+    let mut cut = b"\x00\x07\xffrecord ".to_vec();
+    cut.extend_from_slice(b"key AKIAQ4W7RZ2N5KXJ3LPM\x00\xfe");
+    std::fs::write(damaged.join("00000000000000000000.seg.1765000000000"), &cut).unwrap();
+    std::fs::write(
+        damaged.join("00000000000000000000.seg.1765000000000.after.jsonl"),
+        "{\"type\":\"user/message\",\"seq\":9,\"time\":1,\"data\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"ghp_R8mK2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8aE2u\"}]}}\n",
+    )
+    .unwrap();
+
+    let run = cli.run(&["secrets", "s"]);
+    run.fails(1);
+    assert_eq!(run.stdout.lines().count(), 2, "{}", run.stdout);
+    assert!(run.stdout.contains("aws-access-key-id"), "{}", run.stdout);
+    assert!(run.stdout.contains("github-token"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            &damaged
+                .join("00000000000000000000.seg.1765000000000")
+                .display()
+                .to_string()
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("Q4W7RZ2N5KXJ3LPM"),
+        "masked: {}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("rm -r"), "{}", run.stderr);
+
+    let run = cli.run(&["secrets", "s", "--json"]);
+    run.fails(1);
+    let first = parse_json(run.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first.get("path").and_then(|v| v.as_str()),
+        Some("damaged/00000000000000000000.seg.1765000000000")
+    );
+    assert!(
+        first.get("file").and_then(|v| v.as_str()).is_some(),
+        "{first:?}"
+    );
+    assert!(first.get("seq").is_some_and(|v| matches!(v, Value::Null)));
+
+    // What the note says removes them.
+    std::fs::remove_dir_all(&damaged).unwrap();
+    cli.run(&["secrets", "s"]).ok();
+}
