@@ -343,3 +343,60 @@ fn secrets_in_raw_hex_source_lines_are_redacted() {
         "{out}"
     );
 }
+
+/// A secret streamed across chunks (docs/events.md §9): tool-call argument deltas are one
+/// stream per call, a key whole in one chunk is reported once (not again as a split one), and
+/// the parts of a split one become one tag.
+#[test]
+fn split_secrets_in_argument_deltas_and_whole_ones_reported_once() {
+    use agentlog::redact::ChunkStreams;
+    let r = all();
+    let lines = [
+        r#"{"type":"assistant/chunk","seq":3,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","id":"c1","name":"sh","arguments":"{\"cmd\":\"export TOKEN=ghp_R8mK2pQ7"}}}"#,
+        r#"{"type":"assistant/chunk","seq":4,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","arguments":"vX4nL9wT3jH6bF1sD5gY0cZ8aE2u\"}"}}}"#,
+        r#"{"type":"assistant/chunk","seq":5,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"key AKIAQ4W7RZ2N5KXJ3LPM is "}}}"#,
+        r#"{"type":"assistant/chunk","seq":6,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"in the file"}}}"#,
+    ];
+    let events: Vec<_> = lines.iter().map(|l| parse_event_line(l).unwrap()).collect();
+    let mut streams = ChunkStreams::default();
+    for (i, e) in events.iter().enumerate() {
+        streams.push(3 + i as u64, e);
+    }
+    let split = r.split_secrets(&streams);
+    let found: Vec<(u64, String, String)> = events
+        .iter()
+        .enumerate()
+        .flat_map(|(i, e)| {
+            r.scan_event_split(e, 3 + i as u64, &split)
+                .into_iter()
+                .map(move |f| (3 + i as u64, f.path, f.rule))
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (3, "data.chunk.arguments".into(), "github-token".into()),
+            (5, "data.chunk.text".into(), "aws-access-key-id".into()),
+        ]
+    );
+    let mut out = Vec::new();
+    for (i, mut e) in events.into_iter().enumerate() {
+        r.redact_event_split(&mut e, 3 + i as u64, &split);
+        out.push(e.to_canonical_string());
+    }
+    let all_out = out.concat();
+    for part in ["ghp_R8mK2pQ7", "vX4nL9wT3jH6bF1s", "AKIAQ4W7RZ2N5KXJ3LPM"] {
+        assert!(!all_out.contains(part), "{part} kept: {all_out}");
+    }
+    assert!(
+        out[0].contains(r#"TOKEN=[REDACTED:github-token]"#),
+        "{}",
+        out[0]
+    );
+    assert!(out[1].contains(r#""arguments":"\"}""#), "{}", out[1]);
+    assert!(
+        out[1].contains(r#"{"rule":"github-token","path":"data.chunk.arguments"}"#),
+        "{}",
+        out[1]
+    );
+}
