@@ -178,10 +178,7 @@ fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
     let mut unread = 0usize;
     let paint = Paint::stdout();
     for id in ids(&store, a.ids, a.all)? {
-        let scanned = store
-            .scan_secrets(&id, &r)
-            .and_then(|f| Ok((f, store.scan_damaged(&id, &r)?)));
-        let (findings, damaged) = match scanned {
+        let findings = match store.scan_secrets(&id, &r) {
             Ok(f) => f,
             Err(e) => {
                 // Named and skipped: the other sessions are still scanned.
@@ -190,6 +187,13 @@ fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
                 continue;
             }
         };
+        // The damaged/ folder is read on its own: an error there is named, and the session's
+        // events are still reported.
+        let damaged = store.scan_damaged(&id, &r).unwrap_or_else(|e| {
+            eprintln!("error: {:#}", ctx.explain(e, &id));
+            unread += 1;
+            Vec::new()
+        });
         for f in findings {
             found += 1;
             if a.json {
