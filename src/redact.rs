@@ -30,6 +30,7 @@
 //! # Ok::<(), String>(())
 //! ```
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use regex::Regex;
@@ -103,7 +104,7 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "aws-secret-access-key",
         set: "credentials",
-        pattern: r#"(?i:aws_?secret_?(?:access_?)?key)\\?["']?\s*[:=]\s*\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
+        pattern: r#"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)\\?["']?\s*[:=]\s*\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
         check: Check::Token,
     },
     BuiltinRule {
@@ -163,7 +164,10 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "password-assignment",
         set: "credentials",
-        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token)\\?["']?\s*[:=]\s*\\?["']?([^\s"'\\&,;<>{}()\[\]]{4,})"#,
+        // The value: quoted (to its closing quote: `;`, `&` and `,` are in it), or bare: runs
+        // of value characters joined by `;` or `&` (a connection string's `p@ss;w0rd`), cut
+        // before the `;`/`&` that starts the next `name=` pair (see `before_next_pair`).
+        pattern: r#"(?i:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|session_?token)\\?["']?\s*[:=]\s*(?:\\?"([^\s"\\]{4,})\\?"|'([^\s'\\]{4,})'|\\?["']?([^\s"'\\&,;<>{}()\[\]]+(?:[;&][^\s"'\\&,;<>{}()\[\]]+)*))"#,
         check: Check::Value,
     },
     BuiltinRule {
@@ -193,9 +197,15 @@ struct Rule {
     name: String,
     regex: Regex,
     check: Check,
-    /// The group that is the secret: 1 for a built-in rule that has one, a custom rule's group
-    /// named `secret`, else 0 (the whole match).
+    /// The group that is the secret: 1 for a built-in rule that has one (the first of its
+    /// groups that took part in the match, when it has several), a custom rule's group named
+    /// `secret`, else 0 (the whole match).
     group: usize,
+    /// The group of a bare `name=value` value that is cut before the next `name=` pair
+    /// ([`before_next_pair`]): `password-assignment`'s last.
+    pairs: Option<usize>,
+    /// A built-in rule (its secret is the first of its groups that took part).
+    builtin: bool,
 }
 
 /// A compiled set of rules and what replaces their matches.
@@ -265,6 +275,40 @@ fn distinct(s: &str) -> usize {
         }
     }
     n
+}
+
+/// The group of a match that is the secret, and its index: a custom rule's `secret` group
+/// (else the whole match); the first group of a built-in rule that took part (else the whole
+/// match).
+fn secret_group<'h>(rule: &Rule, caps: &regex::Captures<'h>) -> Option<(usize, regex::Match<'h>)> {
+    if rule.builtin {
+        if let Some(found) = (1..caps.len()).find_map(|g| caps.get(g).map(|m| (g, m))) {
+            return Some(found);
+        }
+    } else if let Some(m) = caps.get(rule.group) {
+        return Some((rule.group, m));
+    }
+    caps.get(0).map(|m| (0, m))
+}
+
+/// The length of a bare value's part before the `;` or `&` that starts the next `name=` pair
+/// (`p@ss;w0rd;Encrypt=true` → `p@ss;w0rd`, `hunter2&next=/` → `hunter2`); its whole length
+/// when none does (`abc;def&x`: `def&x` and `x` are not pairs, so they are the value's).
+fn before_next_pair(value: &str) -> usize {
+    let b = value.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b';' || c == b'&' {
+            let rest = &b[i + 1..];
+            let n = rest
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+                .count();
+            if n > 0 && rest.get(n) == Some(&b'=') {
+                return i;
+            }
+        }
+    }
+    b.len()
 }
 
 /// Values that stand for a password in docs and code, never one.
@@ -370,11 +414,12 @@ const LABEL_WORDS: &[&str] = &[
     "apikey",
     "accesstoken",
     "authtoken",
+    "sessiontoken",
 ];
 
 /// A JSON member name that labels a secret (`password`, `DB_PASSWORD`, `api_key`,
 /// `AWS_SECRET_ACCESS_KEY`, `client_secret`, …): its string value is one, whole.
-const SECRET_MEMBER: &str = r"(?i)(?:^|[_.-])(?:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|secret_?access_?key|private_?key)$";
+const SECRET_MEMBER: &str = r"(?i)(?:^|[_.-])(?:password|passwd|passphrase|secret_?key|client_?secret|api_?key|apikey|access_?token|auth_?token|session_?token|secret_?access_?key|private_?key)$";
 
 /// A built-in pattern with ASCII classes: word boundaries, digits, word characters and spaces
 /// of ASCII, so that the regex engine's DFA handles any text (a Unicode word boundary sends
@@ -419,11 +464,14 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
             let regex =
                 Regex::new(&ascii(b.pattern)).map_err(|e| format!("rule {}: {e}", b.name))?;
             let group = usize::from(regex.captures_len() > 1);
+            let pairs = (b.name == "password-assignment").then(|| regex.captures_len() - 1);
             chosen.push(Rule {
                 name: b.name.to_string(),
                 regex,
                 check: b.check,
                 group,
+                pairs,
+                builtin: true,
             });
         }
     }
@@ -453,6 +501,8 @@ fn select(names: &[String], custom: &[(String, String)]) -> std::result::Result<
             regex,
             check: Check::None,
             group,
+            pairs: None,
+            builtin: false,
         });
     }
     Ok(chosen)
@@ -553,7 +603,133 @@ fn unescape_view(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `s` with its JSON escapes decoded (`\u0061` → `a`, a surrogate pair → its character, a lone
+/// surrogate → U+FFFD, `\n` `\r` `\t` `\b` `\f` → a space, `\"` `\\` `\/` → the character),
+/// and for each byte of it (and its end) the offset in `s` of what it was decoded from; `None`
+/// when `s` holds no `\u` escape (the other escapes are seen by [`unescape_view`]).
+fn decoded_view(s: &str) -> Option<(String, Vec<usize>)> {
+    if !s.contains("\\u") {
+        return None;
+    }
+    let bytes = s.as_bytes();
+    let hex4 = |i: usize| -> Option<u32> {
+        let h = s.get(i..i + 4)?;
+        if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(h, 16).ok()
+    };
+    let mut out = String::with_capacity(s.len());
+    let mut map = Vec::with_capacity(s.len() + 1);
+    let push = |out: &mut String, map: &mut Vec<usize>, c: char, from: usize| {
+        let before = out.len();
+        out.push(c);
+        map.extend(std::iter::repeat_n(from, out.len() - before));
+    };
+    let mut i = 0;
+    let mut any = false;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            let decoded = match bytes.get(i + 1) {
+                Some(b'u') => hex4(i + 2).map(|u| {
+                    // A surrogate pair is two escapes.
+                    let low = (0xD800..0xDC00)
+                        .contains(&u)
+                        .then(|| {
+                            (bytes.get(i + 6) == Some(&b'\\') && bytes.get(i + 7) == Some(&b'u'))
+                                .then(|| hex4(i + 8))
+                                .flatten()
+                        })
+                        .flatten()
+                        .filter(|l| (0xDC00..0xE000).contains(l));
+                    match low {
+                        Some(l) => (
+                            char::from_u32(0x10000 + ((u - 0xD800) << 10) + (l - 0xDC00)),
+                            12,
+                        ),
+                        None => (char::from_u32(u), 6),
+                    }
+                }),
+                Some(b'n' | b'r' | b't' | b'b' | b'f') => Some((Some(' '), 2)),
+                Some(b'"') => Some((Some('"'), 2)),
+                Some(b'\\') => Some((Some('\\'), 2)),
+                Some(b'/') => Some((Some('/'), 2)),
+                _ => None,
+            };
+            if let Some((c, len)) = decoded {
+                any |= len >= 6;
+                push(&mut out, &mut map, c.unwrap_or('\u{FFFD}'), i);
+                i += len;
+                continue;
+            }
+        }
+        // Not an escape: the character as it is.
+        let Some(c) = s.get(i..).and_then(|rest| rest.chars().next()) else {
+            break;
+        };
+        push(&mut out, &mut map, c, i);
+        i += c.len_utf8();
+    }
+    map.push(s.len());
+    any.then_some((out, map))
+}
+
+/// A JSON-escaped secret as it reads (`sk-\u0061bc…` → `sk-abc…`): what hash mode hashes, so
+/// equal values give equal tags however they were written.
+fn decoded_secret(secret: &str) -> std::borrow::Cow<'_, str> {
+    match decoded_view(secret) {
+        Some((d, _)) => std::borrow::Cow::Owned(d),
+        None => std::borrow::Cow::Borrowed(secret),
+    }
+}
+
+/// The bytes a `rawHex` string (an imported line that is not UTF-8: two lower- or upper-case
+/// hex digits a byte) holds, or `None` when it is not one.
+fn unhex(hex: &str) -> Option<Vec<u8>> {
+    let b = hex.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16);
+    b.chunks(2)
+        .map(|p| Some((digit(p[0])? * 16 + digit(p[1])?) as u8))
+        .collect()
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
+}
+
 impl Walk<'_> {
+    /// A `rawHex` source line (docs/import.md): its bytes decoded and each run of UTF-8 in them
+    /// scanned; redacted, the bytes are encoded again with the bytes that are not UTF-8 as they
+    /// were. Returns false when `hex` is not hex (then it is scanned as a string).
+    fn raw_hex(&mut self, hex: &mut String, at: &At<'_>) -> bool {
+        let Some(bytes) = unhex(hex) else {
+            return false;
+        };
+        let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+        let mut changed = false;
+        for piece in bytes.utf8_chunks() {
+            let mut text = piece.valid().to_string();
+            let hits = self.redactor.hits(&text);
+            changed |= !hits.is_empty();
+            self.apply_hits(&mut text, hits, at);
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(piece.invalid());
+        }
+        if changed && self.apply {
+            *hex = to_hex(&out);
+        }
+        true
+    }
+
     fn string(&mut self, s: &mut String, at: &At<'_>) {
         let hits = self.redactor.hits(s);
         self.apply_hits(s, hits, at);
@@ -596,6 +772,10 @@ impl Walk<'_> {
                 if let Some(rule) = self.redactor.member_hit(key, s) {
                     let whole = vec![(0, s.len(), rule)];
                     self.apply_hits(s, whole, &at);
+                    continue;
+                }
+                // An imported line that is not UTF-8, kept as hex in `x-source`.
+                if key == "rawHex" && self.raw_hex(s, &at) {
                     continue;
                 }
             }
@@ -853,13 +1033,29 @@ impl Redactor {
             return Vec::new();
         }
         let view = unescape_view(s);
-        if !self.any.is_match(s) && !view.as_deref().is_some_and(|v| self.any.is_match(v)) {
+        let decoded = decoded_view(s);
+        if !self.any.is_match(s)
+            && !view.as_deref().is_some_and(|v| self.any.is_match(v))
+            && !decoded.as_ref().is_some_and(|(d, _)| self.any.is_match(d))
+        {
             return Vec::new();
         }
         let mut hits = Vec::new();
         self.scan(s, s, &mut hits);
         if let Some(v) = &view {
             self.scan(v, s, &mut hits);
+        }
+        if let Some((d, map)) = &decoded {
+            // Its matches are checked as they read, and replaced where their escapes are.
+            let mut found = Vec::new();
+            self.scan(d, d, &mut found);
+            for (start, end, rule) in found {
+                if let (Some(&a), Some(&b)) = (map.get(start), map.get(end)) {
+                    if a < b && s.is_char_boundary(a) && s.is_char_boundary(b) {
+                        hits.push((a, b, rule));
+                    }
+                }
+            }
         }
         hits.sort_by_key(|&(start, end, rule)| (start, rule, std::cmp::Reverse(end)));
         let mut out: Vec<(usize, usize, usize)> = Vec::with_capacity(hits.len());
@@ -876,15 +1072,19 @@ impl Redactor {
     fn scan(&self, view: &str, s: &str, hits: &mut Vec<(usize, usize, usize)>) {
         for (i, rule) in self.rules.iter().enumerate() {
             for caps in rule.regex.captures_iter(view) {
-                let Some(m) = caps.get(rule.group).or_else(|| caps.get(0)) else {
+                let Some((g, m)) = secret_group(rule, &caps) else {
                     continue;
+                };
+                let end = match rule.pairs {
+                    Some(p) if p == g => m.start() + before_next_pair(m.as_str()),
+                    _ => m.end(),
                 };
                 // The secret as the string has it (the same bytes, escapes and all).
-                let Some(secret) = s.get(m.start()..m.end()) else {
+                let Some(secret) = s.get(m.start()..end) else {
                     continue;
                 };
-                if !m.is_empty() && rule.check.accepts(secret) {
-                    hits.push((m.start(), m.end(), i));
+                if !secret.is_empty() && rule.check.accepts(secret) {
+                    hits.push((m.start(), end, i));
                 }
             }
         }
@@ -910,7 +1110,7 @@ impl Redactor {
         match self.mode {
             Mode::Replace => format!("[REDACTED:{rule}]"),
             Mode::Hash => {
-                let h = blake3::keyed_hash(&self.key, secret.as_bytes());
+                let h = blake3::keyed_hash(&self.key, decoded_secret(secret).as_bytes());
                 let hex: String = h.as_bytes()[..6]
                     .iter()
                     .map(|b| format!("{b:02x}"))
@@ -955,6 +1155,24 @@ impl Redactor {
         };
         walk.event(event);
         record(&mut event.extra, walk.fired)
+    }
+
+    /// The matches in arbitrary bytes (a file of a session's `damaged/` folder: cut records,
+    /// salvaged events): each run of UTF-8 in them scanned as a string, `at` the path of each
+    /// finding.
+    pub fn scan_bytes(&self, bytes: &[u8], at: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for piece in bytes.utf8_chunks() {
+            let text = piece.valid();
+            for (start, end, rule) in self.hits(text) {
+                out.push(Finding {
+                    path: at.to_string(),
+                    rule: self.rules[rule].name.clone(),
+                    preview: mask(text.get(start..end).unwrap_or_default()),
+                });
+            }
+        }
+        out
     }
 
     /// The matches in `event`, without changing it.
@@ -1017,6 +1235,223 @@ impl Redactor {
             walk.value(c, &At::root("config"));
         }
         walk.findings
+    }
+}
+
+/// The streamed text of a session's `assistant/chunk` events, gathered so that a secret split
+/// across chunks (a key's first half in one `text-delta`, the rest in the next) is found
+/// (docs/events.md §9). A stream is the text deltas of one step, its reasoning deltas, or the
+/// argument deltas of one tool call (a delta naming an `id` starts the next call's), in seq
+/// order. Feed it every event with [`ChunkStreams::push`], then ask
+/// [`Redactor::split_secrets`].
+#[derive(Debug, Default)]
+pub struct ChunkStreams {
+    streams: Vec<Stream>,
+    /// The stream each `(turn, step, kind)` appends to.
+    open: HashMap<(u64, u64, u8), usize>,
+}
+
+#[derive(Debug)]
+struct Stream {
+    /// The chunk member its pieces are in (`text`, `arguments`).
+    field: &'static str,
+    text: String,
+    /// Each piece: the chunk's seq and where its text starts in `text`.
+    parts: Vec<(u64, usize)>,
+}
+
+impl ChunkStreams {
+    /// Adds event `seq` (only `assistant/chunk` deltas are kept; other events are passed over).
+    pub fn push(&mut self, seq: u64, e: &Event) {
+        let EventData::AssistantChunk(d) = &e.data else {
+            return;
+        };
+        let (kind, field, text, starts_call) = match &d.chunk {
+            Chunk::TextDelta { text, .. } => (0u8, "text", text.as_str(), false),
+            Chunk::ReasoningDelta { text, .. } => (1, "text", text.as_str(), false),
+            Chunk::ToolCallDelta { id, arguments, .. } => {
+                let starts = id.is_present();
+                match arguments.present() {
+                    Some(a) => (2, "arguments", a.as_str(), starts),
+                    None => {
+                        if starts {
+                            self.open.remove(&(d.turn, d.step, 2));
+                        }
+                        return;
+                    }
+                }
+            }
+            Chunk::Other(_) => return,
+        };
+        let key = (d.turn, d.step, kind);
+        let i = match self.open.get(&key) {
+            Some(&i) if !starts_call => i,
+            _ => {
+                self.streams.push(Stream {
+                    field,
+                    text: String::new(),
+                    parts: Vec::new(),
+                });
+                let i = self.streams.len() - 1;
+                self.open.insert(key, i);
+                i
+            }
+        };
+        if let Some(st) = self.streams.get_mut(i) {
+            st.parts.push((seq, st.text.len()));
+            st.text.push_str(text);
+        }
+    }
+}
+
+/// The secrets [`Redactor::split_secrets`] found split across chunks: for each chunk's seq, the
+/// parts of its text that are one.
+#[derive(Debug, Default)]
+pub struct SplitSecrets {
+    parts: BTreeMap<u64, Vec<SplitPart>>,
+}
+
+#[derive(Debug)]
+struct SplitPart {
+    /// The chunk member (`text`, `arguments`).
+    field: &'static str,
+    start: usize,
+    end: usize,
+    rule: usize,
+    /// The whole secret, on the part it starts in (which takes its tag; the other parts are
+    /// removed, so that the streamed text reads as one tag).
+    whole: Option<String>,
+}
+
+impl SplitSecrets {
+    /// Whether none was found.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+}
+
+/// The chunk member `field` of an `assistant/chunk` event.
+fn chunk_field<'e>(e: &'e mut Event, field: &str) -> Option<&'e mut String> {
+    let EventData::AssistantChunk(d) = &mut e.data else {
+        return None;
+    };
+    match (&mut d.chunk, field) {
+        (Chunk::TextDelta { text, .. } | Chunk::ReasoningDelta { text, .. }, "text") => Some(text),
+        (
+            Chunk::ToolCallDelta {
+                arguments: Opt::Present(a),
+                ..
+            },
+            "arguments",
+        ) => Some(a),
+        _ => None,
+    }
+}
+
+impl Redactor {
+    /// The secrets of `streams` that are split across two or more chunks (one that lies in a
+    /// single chunk is found by that event's own scan).
+    pub fn split_secrets(&self, streams: &ChunkStreams) -> SplitSecrets {
+        let mut out = SplitSecrets::default();
+        for st in &streams.streams {
+            if st.parts.len() < 2 {
+                continue;
+            }
+            // The piece a byte is in: the last one starting at or before it.
+            let piece = |at: usize| st.parts.partition_point(|p| p.1 <= at).saturating_sub(1);
+            for (start, end, rule) in self.hits(&st.text) {
+                let (first, last) = (piece(start), piece(end.saturating_sub(1)));
+                if first == last {
+                    continue;
+                }
+                for k in first..=last {
+                    let Some(&(seq, from)) = st.parts.get(k) else {
+                        continue;
+                    };
+                    let to = st.parts.get(k + 1).map_or(st.text.len(), |p| p.1);
+                    let (a, b) = (start.max(from), end.min(to));
+                    if a >= b {
+                        continue;
+                    }
+                    out.parts.entry(seq).or_default().push(SplitPart {
+                        field: st.field,
+                        start: a - from,
+                        end: b - from,
+                        rule,
+                        whole: (k == first)
+                            .then(|| st.text.get(start..end).unwrap_or_default().to_string()),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Replaces the parts of split secrets in event `seq` (the tag on the part a secret starts
+    /// in, nothing on the others); returns `(rule, path)` of each part replaced.
+    fn apply_split(&self, e: &mut Event, seq: u64, split: &SplitSecrets) -> Vec<(String, String)> {
+        let Some(parts) = split.parts.get(&seq) else {
+            return Vec::new();
+        };
+        let mut fired = Vec::new();
+        // From the last part back, so that the offsets of the earlier ones hold.
+        let mut order: Vec<&SplitPart> = parts.iter().collect();
+        order.sort_by_key(|p| std::cmp::Reverse(p.start));
+        for p in order {
+            let Some(s) = chunk_field(e, p.field) else {
+                continue;
+            };
+            if p.end > s.len() || !s.is_char_boundary(p.start) || !s.is_char_boundary(p.end) {
+                continue;
+            }
+            let name = &self.rules[p.rule].name;
+            let with = p
+                .whole
+                .as_deref()
+                .map_or(String::new(), |w| self.tag(name, w));
+            s.replace_range(p.start..p.end, &with);
+            fired.push((name.clone(), format!("data.chunk.{}", p.field)));
+        }
+        fired.reverse();
+        fired
+    }
+
+    /// [`Redactor::redact_event`] of event `seq`, first replacing the parts of the secrets
+    /// `split` found split across chunks.
+    pub fn redact_event_split(&self, event: &mut Event, seq: u64, split: &SplitSecrets) -> usize {
+        let mut fired = self.apply_split(event, seq, split);
+        let mut walk = Walk {
+            redactor: self,
+            apply: true,
+            fired: Vec::new(),
+            findings: Vec::new(),
+        };
+        walk.event(event);
+        fired.extend(walk.fired);
+        record(&mut event.extra, fired)
+    }
+
+    /// [`Redactor::scan_event`] of event `seq`, with the secrets `split` found split across
+    /// chunks: each reported once, on the chunk it starts in (path `data.chunk.text`, the
+    /// preview of the whole secret).
+    pub fn scan_event_split(&self, event: &Event, seq: u64, split: &SplitSecrets) -> Vec<Finding> {
+        let Some(parts) = split.parts.get(&seq) else {
+            return self.scan_event(event);
+        };
+        let mut out: Vec<Finding> = parts
+            .iter()
+            .filter_map(|p| {
+                p.whole.as_deref().map(|w| Finding {
+                    path: format!("data.chunk.{}", p.field),
+                    rule: self.rules[p.rule].name.clone(),
+                    preview: mask(w),
+                })
+            })
+            .collect();
+        let mut copy = event.clone();
+        self.apply_split(&mut copy, seq, split);
+        out.extend(self.scan_event(&copy));
+        out
     }
 }
 

@@ -48,7 +48,9 @@ use crate::util::now_ms;
 pub use config::{RedactConfig, StoreConfig, CONFIG_FILE};
 pub use fork::{ForkPoint, ForkReport};
 pub use import::{ImportLimit, ImportOptions, ImportReport};
-pub use rewrite::{PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE};
+pub use rewrite::{
+    DamagedFinding, PurgeRange, RewriteReport, SecretFinding, PURGE_AUDIT_TYPE, TOMBSTONE_TYPE,
+};
 pub use search::StoreStats;
 // The search and statistics types, here too: a store search is where most callers start.
 pub use crate::session::{HeaderLine, Query, SearchStats, SessionStats, TextMatcher, TypeFilter};

@@ -24,7 +24,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::event::{decode_event, Draft, Event, EventData, Map, Opt, UnknownEvent, Value};
 use crate::log;
-use crate::redact::{Finding, Redactor};
+use crate::redact::{ChunkStreams, Finding, Redactor, SplitSecrets};
 use crate::session::{Session, SessionMeta, SessionReader, SessionState};
 use crate::util::now_ms;
 
@@ -178,9 +178,87 @@ fn tombstone(mut e: Event, turn: Option<u64>, step: Option<u64>) -> Event {
     e
 }
 
+/// One finding of [`Store::scan_damaged`]: a match in a file of a session's `damaged/` folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedFinding {
+    /// The session.
+    pub session: String,
+    /// The file (in `<store>/sessions/<id>/damaged/`).
+    pub file: std::path::PathBuf,
+    /// Which rule, a masked preview; `path` is `damaged/<file name>`.
+    pub finding: Finding,
+}
+
 impl Store {
-    /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order.
+    /// Every match of `redactor`'s rules in the files of session `id`'s `damaged/` folder (what
+    /// a salvage cut: the cut records, the valid events found after the damage, copies of
+    /// damaged files), scanned as bytes (docs/events.md §9). None when it has no such folder.
+    /// `redact` does not rewrite these files: delete the folder once nothing in it is needed.
+    pub fn scan_damaged(&self, id: &str, redactor: &Redactor) -> Result<Vec<DamagedFinding>> {
+        let dir = self.existing_dir(id)?.join(log::DAMAGED_DIR);
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("read directory", &dir, e)),
+        };
+        let mut files = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+            // Not through a link.
+            let t = entry
+                .file_type()
+                .map_err(|e| Error::io("read", entry.path(), e))?;
+            if t.is_file() {
+                files.push(entry.path());
+            }
+        }
+        files.sort();
+        let mut out = Vec::new();
+        for file in files {
+            let bytes = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let at = format!("{}/{name}", log::DAMAGED_DIR);
+            out.extend(redactor.scan_bytes(&bytes, &at).into_iter().map(|finding| {
+                DamagedFinding {
+                    session: id.to_string(),
+                    file: file.clone(),
+                    finding,
+                }
+            }));
+        }
+        Ok(out)
+    }
+
+    /// The secrets of session `id` split across its streamed chunks (docs/events.md §9): a
+    /// pass over its `assistant/chunk` events only.
+    fn split_secrets(&self, id: &str, redactor: &Redactor) -> Result<SplitSecrets> {
+        let reader = self.open_reader(id)?;
+        let mut streams = ChunkStreams::default();
+        for event in reader.events() {
+            let event = event?;
+            if !matches!(
+                &event.data,
+                crate::event::archived::ArchivedEventData::AssistantChunk(_)
+            ) {
+                continue;
+            }
+            let seq = event.seq();
+            let owned = decode_event(event).map_err(|source| Error::Archive {
+                seq: Some(seq),
+                source,
+            })?;
+            streams.push(seq, &owned);
+        }
+        Ok(redactor.split_secrets(&streams))
+    }
+
+    /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order
+    /// (a secret split across streamed chunks reported once, on the chunk it starts in).
     pub fn scan_secrets(&self, id: &str, redactor: &Redactor) -> Result<Vec<SecretFinding>> {
+        let split = self.split_secrets(id, redactor)?;
         let reader = self.open_reader(id)?;
         let mut out: Vec<SecretFinding> = redactor
             .scan_meta(reader.meta())
@@ -200,7 +278,7 @@ impl Store {
             })?;
             out.extend(
                 redactor
-                    .scan_event(&owned)
+                    .scan_event_split(&owned, seq, &split)
                     .into_iter()
                     .map(|finding| SecretFinding {
                         session: id.to_string(),
@@ -249,12 +327,13 @@ impl Store {
             if self.scan_secrets(&target, redactor)?.is_empty() {
                 continue;
             }
+            let split = self.split_secrets(&target, redactor)?;
             let matches = std::cell::Cell::new(0u64);
             let (events, changed) = self.rewrite(
                 &target,
                 |meta| matches.set(matches.get() + redactor.redact_meta(meta) as u64),
-                |mut e, _| {
-                    let n = redactor.redact_event(&mut e) as u64;
+                |mut e, seq| {
+                    let n = redactor.redact_event_split(&mut e, seq, &split) as u64;
                     matches.set(matches.get() + n);
                     Ok((e, n > 0))
                 },

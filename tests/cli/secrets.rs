@@ -535,3 +535,119 @@ fn purge_killed_at_random_points_leaves_a_whole_session() {
         },
     );
 }
+
+/// An API key streamed in two `assistant/chunk` text deltas (its first part in one, the rest in
+/// the next) matched in neither alone: `secrets` missed it and `redact` left both parts on
+/// disk. The chunks of a step are now scanned as one text: reported once, on the chunk it
+/// starts in; redacted as a tag there and nothing in the next.
+#[test]
+fn a_key_split_across_streamed_chunks_is_found_and_redacted() {
+    let cli = Cli::new();
+    cli.run(&["create", "--id", "s"]).ok();
+    let chunk = |text: &str| {
+        format!(
+            "{{\"type\":\"assistant/chunk\",\"data\":{{\"turn\":1,\"step\":1,\"chunk\":{{\"type\":\"text-delta\",\"text\":{}}}}}}}\n",
+            Value::String(text.into())
+        )
+    };
+    let lines = [
+        "{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n".to_string(),
+        "{\"type\":\"user/message\",\"data\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"make me a key\"}]}}\n".to_string(),
+        "{\"type\":\"step/start\",\"data\":{\"turn\":1,\"step\":1}}\n".to_string(),
+        chunk("Your key is sk-proj-R8mK"),
+        chunk("2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8 - keep it safe."),
+        "{\"type\":\"step/end\",\"data\":{\"turn\":1,\"step\":1}}\n".to_string(),
+        "{\"type\":\"turn/end\",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n".to_string(),
+    ]
+    .concat();
+    cli.run_with(&["append", "s"], lines.as_bytes()).ok();
+    let run = cli.run(&["secrets", "s", "--json"]);
+    run.fails(1);
+    let found: Vec<Value> = run.stdout.lines().map(|l| parse_json(l).unwrap()).collect();
+    assert_eq!(found.len(), 1, "{}", run.stdout);
+    let f = &found[0];
+    assert_eq!(
+        f.get("seq")
+            .and_then(|v| v.as_number())
+            .and_then(|n| n.as_u64()),
+        Some(3)
+    );
+    assert_eq!(
+        f.get("path").and_then(|v| v.as_str()),
+        Some("data.chunk.text")
+    );
+    assert_eq!(f.get("rule").and_then(|v| v.as_str()), Some("openai-key"));
+
+    cli.run(&["redact", "s"]).ok();
+    for part in ["sk-proj-R8mK", "2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8"] {
+        assert!(grep_r(&cli.store(), part).is_empty(), "{part} kept");
+    }
+    let out = cli.run(&["export", "s"]);
+    let text = out.ok();
+    assert!(
+        text.contains(r#""text":"Your key is [REDACTED:openai-key]""#),
+        "{text}"
+    );
+    assert!(text.contains(r#""text":" - keep it safe.""#), "{text}");
+    cli.run(&["secrets", "s"]).ok();
+}
+
+/// A salvage moves what it cut into the session's `damaged/` folder: `secrets` never looked
+/// there, so a store said clean held a key in it. Its files are now scanned (as bytes: each
+/// run of UTF-8), each finding named with the file, and the way to remove them said (`redact`
+/// does not rewrite salvaged bytes; deleting the folder does).
+#[test]
+fn secrets_scans_the_damaged_folder() {
+    let cli = Cli::new();
+    cli.run(&["create", "--id", "s"]).ok();
+    cli.run(&["secrets", "s"]).ok();
+    let damaged = cli.session_dir("s").join("damaged");
+    std::fs::create_dir(&damaged).unwrap();
+    let mut cut = b"\x00\x07\xffrecord ".to_vec();
+    cut.extend_from_slice(b"key AKIAQ4W7RZ2N5KXJ3LPM\x00\xfe");
+    std::fs::write(damaged.join("00000000000000000000.seg.1765000000000"), &cut).unwrap();
+    std::fs::write(
+        damaged.join("00000000000000000000.seg.1765000000000.after.jsonl"),
+        "{\"type\":\"user/message\",\"seq\":9,\"time\":1,\"data\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"ghp_R8mK2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8aE2u\"}]}}\n",
+    )
+    .unwrap();
+
+    let run = cli.run(&["secrets", "s"]);
+    run.fails(1);
+    assert_eq!(run.stdout.lines().count(), 2, "{}", run.stdout);
+    assert!(run.stdout.contains("aws-access-key-id"), "{}", run.stdout);
+    assert!(run.stdout.contains("github-token"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            &damaged
+                .join("00000000000000000000.seg.1765000000000")
+                .display()
+                .to_string()
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("Q4W7RZ2N5KXJ3LPM"),
+        "masked: {}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("rm -r"), "{}", run.stderr);
+
+    let run = cli.run(&["secrets", "s", "--json"]);
+    run.fails(1);
+    let first = parse_json(run.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first.get("path").and_then(|v| v.as_str()),
+        Some("damaged/00000000000000000000.seg.1765000000000")
+    );
+    assert!(
+        first.get("file").and_then(|v| v.as_str()).is_some(),
+        "{first:?}"
+    );
+    assert!(first.get("seq").is_some_and(|v| matches!(v, Value::Null)));
+
+    // What the note says removes them.
+    std::fs::remove_dir_all(&damaged).unwrap();
+    cli.run(&["secrets", "s"]).ok();
+}

@@ -183,3 +183,220 @@ fn runs_of_numbers_are_not_phone_numbers() {
         assert_eq!(redacted(&r, text), want);
     }
 }
+
+/// The AWS CLI's JSON output (`aws sts get-session-token`, `aws iam create-access-key`) pasted
+/// or printed as text: `"SecretAccessKey": "…"` and `"SessionToken": "…"` have no `aws_` in
+/// their label, so they stayed (only the `AccessKeyId`, by its `ASIA` prefix, went).
+#[test]
+fn aws_cli_json_output_in_text_is_redacted() {
+    let r = all();
+    let key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4W7RZ2N5";
+    let token = "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQD6R8mK2pQ7vX4nL9wT3jH6bF1s";
+    let id = "ASIAQ4W7RZ2N5KXJ3LPM";
+    let pretty = format!(
+        "$ aws sts get-session-token\n{{\n    \"Credentials\": {{\n        \"AccessKeyId\": \"{id}\",\n        \"SecretAccessKey\": \"{key}\",\n        \"SessionToken\": \"{token}\",\n        \"Expiration\": \"2026-12-07T12:00:00+00:00\"\n    }}\n}}"
+    );
+    // The same inside JSON text (a tool output that is a JSON string).
+    let escaped = pretty.replace('"', "\\\"").replace('\n', "\\n");
+    for text in [pretty, escaped] {
+        let out = redacted(&r, &text);
+        for secret in [key, token, id] {
+            assert!(!out.contains(secret), "{secret} kept: {out}");
+        }
+        assert!(out.contains("[REDACTED:aws-secret-access-key]"), "{out}");
+        assert!(out.contains("Expiration"), "{out}");
+        assert!(out.contains("2026-12-07T12:00:00+00:00"), "{out}");
+    }
+}
+
+/// A password holding `;` or `&` kept everything after it: `password=abc;def&x` lost only
+/// `abc`, a connection string's `Password=p@ss;w0rd;` only `p@ss`. A value now runs on over
+/// `;` and `&` unless what follows is the next `name=` pair (or a space, or the end); a quoted
+/// value runs to its closing quote.
+#[test]
+fn a_password_holding_semicolons_or_ampersands_is_redacted_whole() {
+    let r = all();
+    let p = "[REDACTED:password-assignment]";
+    for (text, want) in [
+        ("password=abc;def&x", format!("password={p}")),
+        (
+            "Server=db;Database=app;User Id=sa;Password=p@ss;w0rd;",
+            format!("Server=db;Database=app;User Id=sa;Password={p};"),
+        ),
+        (
+            "Password=p@ss;w0rd;Encrypt=true;",
+            format!("Password={p};Encrypt=true;"),
+        ),
+        (
+            "https://x.test/login?user=ann&password=hunter2x&next=/home",
+            format!("https://x.test/login?user=ann&password={p}&next=/home"),
+        ),
+        (
+            r#"password="s3cr;et&v,al" next"#,
+            format!(r#"password="{p}" next"#),
+        ),
+        (
+            r#"{\"password\":\"s3cr;et&v,al\"}"#,
+            format!(r#"{{\"password\":\"{p}\"}}"#),
+        ),
+        (
+            "export PASSWORD=hunter22; echo ok",
+            format!("export PASSWORD={p}; echo ok"),
+        ),
+        ("PASSWORD=hunter22&&make", format!("PASSWORD={p}&&make")),
+    ] {
+        assert_eq!(redacted(&r, text), want, "{text}");
+    }
+    // Placeholders stay, quoted or not.
+    for text in [
+        r#"password="${DB_PASSWORD}";"#,
+        "password=<password>;user=ann",
+        r#"print("password: " + pw + "!")"#,
+    ] {
+        assert_eq!(redacted(&r, text), text);
+    }
+}
+
+/// A secret written with JSON `\u` escapes inside JSON text (an importer's raw source line,
+/// `sk-\u0061bc…`, `\u0041KIA…`) was missed: the rules saw the escape, not the letter.
+#[test]
+fn secrets_written_with_unicode_escapes_are_found() {
+    let r = all();
+    for (text, rule) in [
+        (
+            r#"{"text":"key sk-\u0061bcR8mK2pQ7vX4nL9wT3jH6bF1s now"}"#,
+            "openai-key",
+        ),
+        (
+            r#"{"text":"id \u0041KIAQ4W7RZ2N5KXJ3LPM"}"#,
+            "aws-access-key-id",
+        ),
+        (
+            r#"{"text":"a\u000aghp_R8mK2pQ7vX4nL9wT3jH6bF1sD5gY0cZ8aE2u"}"#,
+            "github-token",
+        ),
+    ] {
+        let out = redacted(&r, text);
+        assert!(out.contains(&format!("[REDACTED:{rule}]")), "{out}");
+        assert!(
+            !out.contains("R8mK2pQ7") && !out.contains("Q4W7RZ2N5"),
+            "{out}"
+        );
+    }
+    let out = redacted(
+        &r,
+        r#"{"text":"key sk-\u0061bcR8mK2pQ7vX4nL9wT3jH6bF1s now"}"#,
+    );
+    assert_eq!(out, r#"{"text":"key [REDACTED:openai-key] now"}"#);
+    // Escapes of ordinary text stay as they were.
+    let plain = r#"{"text":"caf\u00e9 \u0041BC \ud83d\ude00"}"#;
+    assert_eq!(redacted(&r, plain), plain);
+}
+
+/// An imported line that is not UTF-8 is kept as `rawHex` in `x-source`: its secrets were
+/// never seen. It is decoded, scanned, and the redacted bytes encoded again (the bytes that
+/// are not UTF-8 kept as they were).
+#[test]
+fn secrets_in_raw_hex_source_lines_are_redacted() {
+    let r = all();
+    let mut source = b"{\"text\":\"key AKIAQ4W7RZ2N5KXJ3LPM \xff\xfe end\"}".to_vec();
+    source.extend_from_slice(b" password=hunter2x");
+    let hex: String = source.iter().map(|b| format!("{b:02x}")).collect();
+    let line = format!(
+        r#"{{"type":"user/message","seq":1,"time":2,"data":{{"role":"user","content":[{{"type":"text","text":"hi"}}]}},"x-source":[{{"line":1,"rawHex":"{hex}"}}]}}"#
+    );
+    let e = parse_event_line(&line).unwrap();
+    let found = r.scan_event(&e);
+    let rules: Vec<&str> = found.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(
+        rules,
+        ["aws-access-key-id", "password-assignment"],
+        "{found:?}"
+    );
+    assert!(
+        found.iter().all(|f| f.path == "x-source[0].rawHex"),
+        "{found:?}"
+    );
+    let mut e = e;
+    assert_eq!(r.redact_event(&mut e), 2);
+    let out = e.to_canonical_string();
+    let v = agentlog::event::parse_json(&out).unwrap();
+    let hex = v
+        .get("x-source")
+        .and_then(|s| s.as_array())
+        .and_then(|a| a.first())
+        .and_then(|x| x.get("rawHex"))
+        .and_then(|h| h.as_str())
+        .unwrap()
+        .to_string();
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(
+        bytes,
+        b"{\"text\":\"key [REDACTED:aws-access-key-id] \xff\xfe end\"} password=[REDACTED:password-assignment]"
+            .to_vec()
+    );
+    assert!(
+        out.contains(r#"{"rule":"aws-access-key-id","path":"x-source[0].rawHex"}"#),
+        "{out}"
+    );
+}
+
+/// A secret streamed across chunks (docs/events.md §9): tool-call argument deltas are one
+/// stream per call, a key whole in one chunk is reported once (not again as a split one), and
+/// the parts of a split one become one tag.
+#[test]
+fn split_secrets_in_argument_deltas_and_whole_ones_reported_once() {
+    use agentlog::redact::ChunkStreams;
+    let r = all();
+    let lines = [
+        r#"{"type":"assistant/chunk","seq":3,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","id":"c1","name":"sh","arguments":"{\"cmd\":\"export TOKEN=ghp_R8mK2pQ7"}}}"#,
+        r#"{"type":"assistant/chunk","seq":4,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","arguments":"vX4nL9wT3jH6bF1sD5gY0cZ8aE2u\"}"}}}"#,
+        r#"{"type":"assistant/chunk","seq":5,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"key AKIAQ4W7RZ2N5KXJ3LPM is "}}}"#,
+        r#"{"type":"assistant/chunk","seq":6,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"in the file"}}}"#,
+    ];
+    let events: Vec<_> = lines.iter().map(|l| parse_event_line(l).unwrap()).collect();
+    let mut streams = ChunkStreams::default();
+    for (i, e) in events.iter().enumerate() {
+        streams.push(3 + i as u64, e);
+    }
+    let split = r.split_secrets(&streams);
+    let found: Vec<(u64, String, String)> = events
+        .iter()
+        .enumerate()
+        .flat_map(|(i, e)| {
+            r.scan_event_split(e, 3 + i as u64, &split)
+                .into_iter()
+                .map(move |f| (3 + i as u64, f.path, f.rule))
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (3, "data.chunk.arguments".into(), "github-token".into()),
+            (5, "data.chunk.text".into(), "aws-access-key-id".into()),
+        ]
+    );
+    let mut out = Vec::new();
+    for (i, mut e) in events.into_iter().enumerate() {
+        r.redact_event_split(&mut e, 3 + i as u64, &split);
+        out.push(e.to_canonical_string());
+    }
+    let all_out = out.concat();
+    for part in ["ghp_R8mK2pQ7", "vX4nL9wT3jH6bF1s", "AKIAQ4W7RZ2N5KXJ3LPM"] {
+        assert!(!all_out.contains(part), "{part} kept: {all_out}");
+    }
+    assert!(
+        out[0].contains(r#"TOKEN=[REDACTED:github-token]"#),
+        "{}",
+        out[0]
+    );
+    assert!(out[1].contains(r#""arguments":"\"}""#), "{}", out[1]);
+    assert!(
+        out[1].contains(r#"{"rule":"github-token","path":"data.chunk.arguments"}"#),
+        "{}",
+        out[1]
+    );
+}

@@ -26,7 +26,10 @@ the custom rules of the store's agentlog.toml ([redact.custom], always on). See 
 ///
 /// Prints one line per finding: the session, the seq (or `header` for the session's metadata),
 /// where in the event (`data.content[0].text`), the rule and a masked preview (never more than
-/// the first 4 characters). Default rules: the store's [redact] rules, else credentials and pii.
+/// the first 4 characters). The files of a session's damaged/ folder (what a salvage cut) are
+/// scanned too: `damaged` and the file instead of seq and path (`redact` does not rewrite them:
+/// delete the folder once nothing in it is needed). Default rules: the store's [redact] rules,
+/// else credentials and pii.
 ///
 /// Example: agentlog secrets --all --rules credentials
 #[derive(Debug, clap::Args)]
@@ -46,7 +49,8 @@ pub struct ScanArgs {
     #[arg(long, value_name = "R")]
     rules: Option<String>,
     /// One JSON object per finding, one per line:
-    /// {"session","seq","path","rule","preview"} (seq null for the metadata)
+    /// {"session","seq","path","rule","preview"} (seq null for the metadata; for a file of
+    /// damaged/: path "damaged/<name>" and "file", its path)
     #[arg(long)]
     json: bool,
 }
@@ -183,6 +187,13 @@ fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
                 continue;
             }
         };
+        // The damaged/ folder is read on its own: an error there is named, and the session's
+        // events are still reported.
+        let damaged = store.scan_damaged(&id, &r).unwrap_or_else(|e| {
+            eprintln!("error: {:#}", ctx.explain(e, &id));
+            unread += 1;
+            Vec::new()
+        });
         for f in findings {
             found += 1;
             if a.json {
@@ -204,6 +215,28 @@ fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
                 )?;
             }
         }
+        for f in &damaged {
+            found += 1;
+            let file = f.file.display().to_string();
+            if a.json {
+                print_json(&object(vec![
+                    ("session", Value::from(f.session.as_str())),
+                    ("seq", Value::Null),
+                    ("path", Value::from(f.finding.path.as_str())),
+                    ("file", Value::from(file.as_str())),
+                    ("rule", Value::from(f.finding.rule.as_str())),
+                    ("preview", Value::from(f.finding.preview.as_str())),
+                ]))?;
+            } else {
+                outln!(
+                    "{}  damaged  {file}  {}  {}",
+                    f.session,
+                    paint.paint(Color::Red, &f.finding.rule),
+                    f.finding.preview
+                )?;
+            }
+        }
+        damaged_note(&store, &id, damaged.len());
     }
     if !a.json {
         eprintln!("{found} finding{}", if found == 1 { "" } else { "s" });
@@ -219,6 +252,25 @@ fn scan(ctx: &Ctx, a: ScanArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Says on stderr how to remove the findings in a session's `damaged/` folder, which `redact`
+/// does not rewrite (salvaged bytes, not events).
+fn damaged_note(store: &Store, id: &str, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let Ok(dir) = store.session_dir(id) else {
+        return;
+    };
+    let dir = dir.join(agentlog::log::DAMAGED_DIR);
+    eprintln!(
+        "note: session {id}: {n} finding{} in {} (what a salvage cut; `redact` does not rewrite \
+         it): once nothing in it is needed, delete it: rm -r {}",
+        if n == 1 { "" } else { "s" },
+        dir.display(),
+        dir.display()
+    );
 }
 
 fn print_reports(reports: &[RewriteReport], what: &str, json: bool) -> Result<()> {
@@ -262,6 +314,10 @@ pub fn run_redact(ctx: &Ctx, a: RedactArgs) -> Result<ExitCode> {
             Ok(reports) => {
                 any |= !reports.is_empty();
                 print_reports(&reports, "matches replaced", a.json)?;
+                // A rewrite leaves `damaged/` behind; a session not rewritten keeps it.
+                if let Ok(d) = store.scan_damaged(&id, &r) {
+                    damaged_note(&store, &id, d.len());
+                }
             }
             Err(e) => {
                 eprintln!("error: {:#}", ctx.explain(e, &id));
