@@ -734,3 +734,25 @@ fn doc_references_point_to_files_and_sections_that_exist() {
         "only {sections_cited} § references found"
     );
 }
+
+/// `status` named only the kind of the last turn's end: a turn that failed said "ended:
+/// error", and what the error was took `export` or `show` to find. The text form now adds its
+/// code and message.
+#[test]
+fn status_names_the_error_a_turn_ended_with() {
+    let cli = Cli::new();
+    let lines = [
+        r#"{"type":"turn/start","data":{"turn":1}}"#,
+        r#"{"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#,
+        r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"error","error":{"code":"PROVIDER_5XX","message":"upstream timed out"}}}}"#,
+    ];
+    cli.run_with(&["append", "--create", "e"], lines.join("\n").as_bytes())
+        .ok();
+    let out = cli.run(&["status", "e"]);
+    assert!(
+        out.ok()
+            .contains("(turn 1 ended: error: PROVIDER_5XX: upstream timed out)"),
+        "{}",
+        out.stdout
+    );
+}

@@ -46,7 +46,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
     outln!("session      {}", reader.meta().id)?;
     let mut state_line = p.paint(state_color, state.as_str());
     if let (None, Some((turn, reason))) = (work.turn, lifecycle.last_end()) {
-        state_line.push_str(&format!(" (turn {turn} ended: {})", reason.as_str()));
+        let error = last_end_error(&reader, turn)
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        state_line.push_str(&format!(" (turn {turn} ended: {}{error})", reason.as_str()));
     }
     outln!("state        {state_line}")?;
     outln!("events       {events}")?;
@@ -106,4 +109,34 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How far back from the end `status` looks for the last turn's `turn/end` (an idle session's
+/// is among its last events).
+const END_LOOKBACK: u64 = 10_000;
+
+/// The error of turn `turn`'s `turn/end` (`code: message`, or one of them), when it has one
+/// and is among the last [`END_LOOKBACK`] events.
+fn last_end_error(reader: &agentlog::session::SessionReader, turn: u64) -> Option<String> {
+    use agentlog::event::EventData;
+    let len = reader.len();
+    for seq in (len.saturating_sub(END_LOOKBACK)..len).rev() {
+        let Ok(event) = reader.get_owned(seq) else {
+            return None;
+        };
+        let EventData::TurnEnd(end) = event.data else {
+            continue;
+        };
+        if end.turn != turn {
+            return None;
+        }
+        let error = end.reason.error.present()?;
+        let parts: Vec<&str> = [error.code.present(), error.message.present()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        return (!parts.is_empty()).then(|| parts.join(": "));
+    }
+    None
 }
