@@ -1238,17 +1238,22 @@ impl Redactor {
     }
 }
 
-/// The streamed text of a session's `assistant/chunk` events, gathered so that a secret split
-/// across chunks (a key's first half in one `text-delta`, the rest in the next) is found
-/// (docs/events.md §9). A stream is the text deltas of one step, its reasoning deltas, or the
-/// argument deltas of one tool call (a delta naming an `id` starts the next call's), in seq
-/// order. Feed it every event with [`ChunkStreams::push`], then ask
-/// [`Redactor::split_secrets`].
-#[derive(Debug, Default)]
-pub struct ChunkStreams {
+/// Finds the secrets of a session's `assistant/chunk` events that are split across chunks (a
+/// key's first half in one `text-delta`, the rest in the next; docs/events.md §9). A stream is
+/// the text deltas of one step, its reasoning deltas, or the argument deltas of one tool call
+/// (a delta naming an `id` starts the next call's), in seq order. Feed it the session's events
+/// in order with [`ChunkStreams::push`], then [`ChunkStreams::finish`]. A stream is searched
+/// once it is complete (its step's chunks end, or its tool call's do), and its text dropped:
+/// memory holds the chunks of one step, whatever the session's length.
+#[derive(Debug)]
+pub struct ChunkStreams<'r> {
+    redactor: &'r Redactor,
     streams: Vec<Stream>,
     /// The stream each `(turn, step, kind)` appends to.
     open: HashMap<(u64, u64, u8), usize>,
+    /// The step whose chunks the streams hold.
+    step: Option<(u64, u64)>,
+    found: SplitSecrets,
 }
 
 #[derive(Debug)]
@@ -1260,25 +1265,42 @@ struct Stream {
     parts: Vec<(u64, usize)>,
 }
 
-impl ChunkStreams {
+impl<'r> ChunkStreams<'r> {
+    /// Streams searched with `redactor`'s rules.
+    pub fn new(redactor: &'r Redactor) -> ChunkStreams<'r> {
+        ChunkStreams {
+            redactor,
+            streams: Vec::new(),
+            open: HashMap::new(),
+            step: None,
+            found: SplitSecrets::default(),
+        }
+    }
+
     /// Adds event `seq` (only `assistant/chunk` deltas are kept; other events are passed over).
+    /// A chunk of another step than the last one's completes the streams held.
     pub fn push(&mut self, seq: u64, e: &Event) {
         let EventData::AssistantChunk(d) = &e.data else {
             return;
         };
+        if self.step != Some((d.turn, d.step)) {
+            self.search_all();
+            self.step = Some((d.turn, d.step));
+        }
         let (kind, field, text, starts_call) = match &d.chunk {
             Chunk::TextDelta { text, .. } => (0u8, "text", text.as_str(), false),
             Chunk::ReasoningDelta { text, .. } => (1, "text", text.as_str(), false),
             Chunk::ToolCallDelta { id, arguments, .. } => {
                 let starts = id.is_present();
+                if starts {
+                    // The last call's arguments are complete.
+                    if let Some(i) = self.open.remove(&(d.turn, d.step, 2)) {
+                        self.search(i);
+                    }
+                }
                 match arguments.present() {
                     Some(a) => (2, "arguments", a.as_str(), starts),
-                    None => {
-                        if starts {
-                            self.open.remove(&(d.turn, d.step, 2));
-                        }
-                        return;
-                    }
+                    None => return,
                 }
             }
             Chunk::Other(_) => return,
@@ -1302,9 +1324,39 @@ impl ChunkStreams {
             st.text.push_str(text);
         }
     }
+
+    /// The secrets found split across chunks, once every event was pushed.
+    pub fn finish(mut self) -> SplitSecrets {
+        self.search_all();
+        self.found
+    }
+
+    /// Searches every stream held, and lets go of them.
+    fn search_all(&mut self) {
+        for i in 0..self.streams.len() {
+            self.search(i);
+        }
+        self.streams.clear();
+        self.open.clear();
+    }
+
+    /// Searches stream `i` (complete) and drops its text.
+    fn search(&mut self, i: usize) {
+        if let Some(st) = self.streams.get_mut(i) {
+            let st = std::mem::replace(
+                st,
+                Stream {
+                    field: st.field,
+                    text: String::new(),
+                    parts: Vec::new(),
+                },
+            );
+            self.redactor.split_stream(&st, &mut self.found);
+        }
+    }
 }
 
-/// The secrets [`Redactor::split_secrets`] found split across chunks: for each chunk's seq, the
+/// The secrets [`ChunkStreams`] found split across chunks: for each chunk's seq, the
 /// parts of its text that are one.
 #[derive(Debug, Default)]
 pub struct SplitSecrets {
@@ -1349,42 +1401,38 @@ fn chunk_field<'e>(e: &'e mut Event, field: &str) -> Option<&'e mut String> {
 }
 
 impl Redactor {
-    /// The secrets of `streams` that are split across two or more chunks (one that lies in a
-    /// single chunk is found by that event's own scan).
-    pub fn split_secrets(&self, streams: &ChunkStreams) -> SplitSecrets {
-        let mut out = SplitSecrets::default();
-        for st in &streams.streams {
-            if st.parts.len() < 2 {
+    /// The secrets of stream `st` split across two or more of its chunks (one that lies in a
+    /// single chunk is found by that event's own scan), added to `out`.
+    fn split_stream(&self, st: &Stream, out: &mut SplitSecrets) {
+        if st.parts.len() < 2 {
+            return;
+        }
+        // The piece a byte is in: the last one starting at or before it.
+        let piece = |at: usize| st.parts.partition_point(|p| p.1 <= at).saturating_sub(1);
+        for (start, end, rule) in self.hits(&st.text) {
+            let (first, last) = (piece(start), piece(end.saturating_sub(1)));
+            if first == last {
                 continue;
             }
-            // The piece a byte is in: the last one starting at or before it.
-            let piece = |at: usize| st.parts.partition_point(|p| p.1 <= at).saturating_sub(1);
-            for (start, end, rule) in self.hits(&st.text) {
-                let (first, last) = (piece(start), piece(end.saturating_sub(1)));
-                if first == last {
+            for k in first..=last {
+                let Some(&(seq, from)) = st.parts.get(k) else {
+                    continue;
+                };
+                let to = st.parts.get(k + 1).map_or(st.text.len(), |p| p.1);
+                let (a, b) = (start.max(from), end.min(to));
+                if a >= b {
                     continue;
                 }
-                for k in first..=last {
-                    let Some(&(seq, from)) = st.parts.get(k) else {
-                        continue;
-                    };
-                    let to = st.parts.get(k + 1).map_or(st.text.len(), |p| p.1);
-                    let (a, b) = (start.max(from), end.min(to));
-                    if a >= b {
-                        continue;
-                    }
-                    out.parts.entry(seq).or_default().push(SplitPart {
-                        field: st.field,
-                        start: a - from,
-                        end: b - from,
-                        rule,
-                        whole: (k == first)
-                            .then(|| st.text.get(start..end).unwrap_or_default().to_string()),
-                    });
-                }
+                out.parts.entry(seq).or_default().push(SplitPart {
+                    field: st.field,
+                    start: a - from,
+                    end: b - from,
+                    rule,
+                    whole: (k == first)
+                        .then(|| st.text.get(start..end).unwrap_or_default().to_string()),
+                });
             }
         }
-        out
     }
 
     /// Replaces the parts of split secrets in event `seq` (the tag on the part a secret starts
@@ -1554,5 +1602,64 @@ mod tests {
         assert!(!luhn("4111 1111 1111 1112"));
         assert_eq!(mask("AKIAQ4W7RZ2N5KXJ3LPM"), "AKIA…(20 chars)");
         assert_eq!(mask("hunter22"), "hu…(8 chars)");
+    }
+
+    /// `ChunkStreams` held the text of every chunk of a session until the end (a 1 GB session
+    /// of streamed text held most of it). A step's streams are now searched and dropped when
+    /// the next step's chunks start, and a tool call's when the next call's do; the split
+    /// secrets of each are still found.
+    #[test]
+    fn chunk_streams_hold_one_step_and_still_find_split_secrets() {
+        let r = match Redactor::new(&["credentials".into()], &[], Mode::Replace, None) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        let chunk = |turn: u64, step: u64, chunk: &str| {
+            let line = format!(
+                r#"{{"type":"assistant/chunk","seq":0,"time":1,"data":{{"turn":{turn},"step":{step},"chunk":{chunk}}}}}"#
+            );
+            match crate::event::parse_event_line(&line) {
+                Ok(e) => e,
+                Err(e) => panic!("{line}: {e}"),
+            }
+        };
+        let text = |s: &str| format!(r#"{{"type":"text-delta","text":"{s}"}}"#);
+        let call = |id: &str, a: &str| {
+            format!(r#"{{"type":"tool-call-delta","id":"{id}","arguments":"{a}"}}"#)
+        };
+        let events = [
+            chunk(1, 1, &text("key AKIAQ4W7")),
+            chunk(1, 1, &text("RZ2N5KXJ3LPM here")),
+            chunk(1, 1, &call("c1", "ghp_R8mK2pQ7")),
+            chunk(
+                1,
+                1,
+                r#"{"type":"tool-call-delta","arguments":"vX4nL9wT3jH6bF1sD5gY0cZ8aE2u"}"#,
+            ),
+            chunk(1, 1, &call("c2", "x")),
+            chunk(1, 2, &text("then AKIAZ9W7")),
+            chunk(1, 2, &text("RZ2N5KXJ3LPQ")),
+        ];
+        let mut streams = ChunkStreams::new(&r);
+        for (seq, e) in events.iter().enumerate() {
+            streams.push(seq as u64, e);
+            if seq == 4 {
+                // c1's arguments were searched when c2's started.
+                assert!(streams.found.parts.contains_key(&2), "{:?}", streams.found);
+            }
+            if seq == 5 {
+                // Step 1's streams were searched and dropped when step 2's chunk came.
+                assert_eq!(streams.streams.len(), 1, "{:?}", streams.streams);
+                assert_eq!(streams.streams[0].text, "then AKIAZ9W7");
+            }
+        }
+        let found = streams.finish();
+        let starts: Vec<u64> = found
+            .parts
+            .iter()
+            .filter(|(_, parts)| parts.iter().any(|p| p.whole.is_some()))
+            .map(|(&seq, _)| seq)
+            .collect();
+        assert_eq!(starts, [0, 2, 5], "{found:?}");
     }
 }

@@ -236,7 +236,7 @@ impl Store {
     /// pass over its `assistant/chunk` events only.
     fn split_secrets(&self, id: &str, redactor: &Redactor) -> Result<SplitSecrets> {
         let reader = self.open_reader(id)?;
-        let mut streams = ChunkStreams::default();
+        let mut streams = ChunkStreams::new(redactor);
         for event in reader.events() {
             let event = event?;
             if !matches!(
@@ -252,7 +252,7 @@ impl Store {
             })?;
             streams.push(seq, &owned);
         }
-        Ok(redactor.split_secrets(&streams))
+        Ok(streams.finish())
     }
 
     /// Every match of `redactor`'s rules in session `id`: its metadata, then its events in order

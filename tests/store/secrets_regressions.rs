@@ -358,11 +358,11 @@ fn split_secrets_in_argument_deltas_and_whole_ones_reported_once() {
         r#"{"type":"assistant/chunk","seq":6,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"in the file"}}}"#,
     ];
     let events: Vec<_> = lines.iter().map(|l| parse_event_line(l).unwrap()).collect();
-    let mut streams = ChunkStreams::default();
+    let mut streams = ChunkStreams::new(&r);
     for (i, e) in events.iter().enumerate() {
         streams.push(3 + i as u64, e);
     }
-    let split = r.split_secrets(&streams);
+    let split = streams.finish();
     let found: Vec<(u64, String, String)> = events
         .iter()
         .enumerate()
