@@ -16,6 +16,10 @@ use crate::target::Ctx;
 /// "closedUnanswered":[callId…],"events","lastTurnEnd":{"turn","reason"}}, with null for what is
 /// not open (lastTurnEnd: the last turn that ended and its end reason's kind, null before one
 /// has).
+///
+/// It reads the session's checkpoint and the events after it, not the rest of the log: damage
+/// there (a segment missing, a record that does not check) is found by the commands that read
+/// it and by `agentlog verify`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session: an id in the store, or a session directory
