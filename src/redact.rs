@@ -1147,6 +1147,12 @@ impl Redactor {
     /// member (`{"rule","path"}` objects, appended to what is there). Returns the number of
     /// matches (0: the event is unchanged).
     pub fn redact_event(&self, event: &mut Event) -> usize {
+        self.redact_event_after(event, Vec::new())
+    }
+
+    /// Redacts `event` and records what fired: `fired` (what was replaced before), then this
+    /// walk's matches.
+    fn redact_event_after(&self, event: &mut Event, mut fired: Vec<(String, String)>) -> usize {
         let mut walk = Walk {
             redactor: self,
             apply: true,
@@ -1154,7 +1160,8 @@ impl Redactor {
             findings: Vec::new(),
         };
         walk.event(event);
-        record(&mut event.extra, walk.fired)
+        fired.extend(walk.fired);
+        record(&mut event.extra, fired)
     }
 
     /// The matches in arbitrary bytes (a file of a session's `damaged/` folder: cut records,
@@ -1467,16 +1474,8 @@ impl Redactor {
     /// [`Redactor::redact_event`] of event `seq`, first replacing the parts of the secrets
     /// `split` found split across chunks.
     pub fn redact_event_split(&self, event: &mut Event, seq: u64, split: &SplitSecrets) -> usize {
-        let mut fired = self.apply_split(event, seq, split);
-        let mut walk = Walk {
-            redactor: self,
-            apply: true,
-            fired: Vec::new(),
-            findings: Vec::new(),
-        };
-        walk.event(event);
-        fired.extend(walk.fired);
-        record(&mut event.extra, fired)
+        let fired = self.apply_split(event, seq, split);
+        self.redact_event_after(event, fired)
     }
 
     /// [`Redactor::scan_event`] of event `seq`, with the secrets `split` found split across

@@ -432,6 +432,12 @@ fn skip(e: Error, id: &str, on_skip: &mut OnSkip<'_>, skipped: &mut HashSet<Stri
     }
 }
 
+/// Drops what following held for session `id`, left out ([`skip`]).
+fn forget(id: &str, states: &mut HashMap<String, Shipping>, hot: &mut HashMap<String, Instant>) {
+    states.remove(id);
+    hot.remove(id);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The connection
 
@@ -1035,8 +1041,7 @@ impl Remote {
                 };
                 if let Err(e) = result {
                     skip(e, &id, &mut on_skip, &mut skipped)?;
-                    states.remove(&id);
-                    hot.remove(&id);
+                    forget(&id, &mut states, &mut hot);
                 }
             }
             // Until the next full pass: the lengths of the hot sessions.
@@ -1081,8 +1086,7 @@ impl Remote {
                         .await
                     {
                         skip(e, &id, &mut on_skip, &mut skipped)?;
-                        states.remove(&id);
-                        hot.remove(&id);
+                        forget(&id, &mut states, &mut hot);
                     }
                 }
             }
