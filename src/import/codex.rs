@@ -221,7 +221,14 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                     "task_complete" => {
                         flush(b, &mut st);
                         st.saw_task_events = true;
-                        b.end_turn("completed", None);
+                        // Calls left without a result make it interrupted, as in a Claude
+                        // Code turn (docs/import.md).
+                        let kind = if b.open_calls() == 0 {
+                            "completed"
+                        } else {
+                            "interrupted"
+                        };
+                        b.end_turn(kind, None);
                     }
                     "turn_aborted" => {
                         flush(b, &mut st);

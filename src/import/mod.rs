@@ -411,7 +411,15 @@ fn parent_of(format: Format, path: &Path, first: Option<&Value>) -> Option<Strin
             .map(|p| session_id(Format::ClaudeCode, Path::new(&format!("{p}.jsonl")), None)),
         Format::Codex => {
             let p = first.and_then(|v| get(v, "payload"))?;
-            let parent = get_str(p, "parent_thread_id").or_else(|| get_str(p, "forked_from_id"))?;
+            // A subagent's thread (Codex 0.14x) names its parent under
+            // `source.subagent.thread_spawn`.
+            let spawned = get(p, "source")
+                .and_then(|s| get(s, "subagent"))
+                .and_then(|s| get(s, "thread_spawn"))
+                .and_then(|s| get_str(s, "parent_thread_id"));
+            let parent = get_str(p, "parent_thread_id")
+                .or(spawned)
+                .or_else(|| get_str(p, "forked_from_id"))?;
             Some(session_id(
                 Format::Codex,
                 Path::new(&format!("{parent}.jsonl")),

@@ -6,5 +6,6 @@ mod import_formats;
 mod incremental;
 mod parallel;
 mod robustness;
+mod sweep_regressions;
 mod titles;
 mod written;
