@@ -707,3 +707,125 @@ fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
     }
     assert_quiet(&mut browser, &page, &path);
 }
+
+/// Imports `lines` (one JSON event each) and returns the page written for them.
+fn page_of_lines(cli: &Cli, name: &str, lines: &[&str]) -> PathBuf {
+    let src = cli.dir.path().join(format!("{name}.jsonl"));
+    std::fs::write(&src, lines.join("\n") + "\n").unwrap();
+    let id = cli
+        .run(&["import", src.to_str().unwrap()])
+        .ok()
+        .trim()
+        .to_string();
+    write_page(cli, &id, name)
+}
+
+/// Found by a review: a compaction's fold "what it replaced" listed every seq of its range
+/// (turn and step markers, chunks, tool calls, an empty assistant message) instead of the
+/// messages of the model's view it took out (docs/events.md §5): the surface nodes from the
+/// node of `startSeq` through the node of `endSeq`, which may hold an earlier summary and holds
+/// nothing outside the range.
+#[test]
+fn a_compaction_lists_the_messages_it_replaced() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let text = |t: &str| format!(r#"[{{"type":"text","text":"{t}"}}]"#);
+    let user = |seq: u64, t: &str, op: &str| {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":{seq},"data":{{"role":"user","content":{}}}{op}}}"#,
+            text(t)
+        )
+    };
+    let assistant = |seq: u64, turn: u64, step: u64, content: &str, src: &str| {
+        format!(
+            r#"{{"type":"assistant/message","seq":{seq},"time":{seq},"data":{{"turn":{turn},"step":{step},"message":{{"role":"assistant","content":{content}}}}},"sourceEventSeqs":[{src}]}}"#
+        )
+    };
+    let marker = |seq: u64, ty: &str, data: &str| {
+        format!(r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{data}}}"#)
+    };
+    let replace =
+        |a: u64, b: u64| format!(r#","surfaceOp":{{"op":"replace","startSeq":{a},"endSeq":{b}}}"#);
+    let lines = [
+        format!(
+            r#"{{"type":"system/message","seq":0,"time":0,"data":{{"role":"system","content":{}}}}}"#,
+            text("You are terse.")
+        ),
+        marker(1, "turn/start", r#"{"turn":1}"#),
+        user(2, "first question", ""),
+        marker(3, "step/start", r#"{"turn":1,"step":1}"#),
+        marker(4, "assistant/chunk", r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"Let me look"}}"#),
+        assistant(5, 1, 1, r#"[{"type":"tool_use","id":"u1","name":"ls","input":{}}]"#, "4"),
+        marker(6, "tool/call", r#"{"turn":1,"step":1,"callId":"u1","name":"ls","arguments":"{}"}"#),
+        r#"{"type":"tool/result","seq":7,"time":7,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"ls","content":"a.txt","isError":false}},"sourceEventSeqs":[6]}"#.to_string(),
+        marker(8, "step/end", r#"{"turn":1,"step":1}"#),
+        marker(9, "step/start", r#"{"turn":1,"step":2}"#),
+        assistant(10, 1, 2, "[]", ""),
+        marker(11, "step/end", r#"{"turn":1,"step":2}"#),
+        marker(12, "step/start", r#"{"turn":1,"step":3}"#),
+        assistant(13, 1, 3, &text("done"), ""),
+        marker(14, "step/end", r#"{"turn":1,"step":3}"#),
+        marker(15, "turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#),
+        marker(16, "compact/start", r#"{"startSeq":2,"endSeq":13}"#),
+        marker(17, "compact/summary", r#"{"startSeq":2,"endSeq":13,"summary":"Listed a.txt."}"#),
+        user(18, "Summary: listed a.txt.", &replace(2, 13)),
+        marker(19, "compact/end", r#"{"ok":true}"#),
+        marker(20, "turn/start", r#"{"turn":2}"#),
+        user(21, "second question", ""),
+        marker(22, "step/start", r#"{"turn":2,"step":1}"#),
+        assistant(23, 2, 1, &text("ok"), ""),
+        marker(24, "step/end", r#"{"turn":2,"step":1}"#),
+        marker(25, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#),
+        marker(26, "compact/start", r#"{"startSeq":18,"endSeq":23}"#),
+        marker(27, "compact/summary", r#"{"startSeq":18,"endSeq":23,"summary":"All of it."}"#),
+        user(28, "Summary: all of it.", &replace(18, 23)),
+        marker(29, "compact/end", r#"{"ok":true}"#),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let path = page_of_lines(&cli, "compacted", &lines);
+    let page = load(&mut browser, &path);
+    // Each replace's fold: its summary line, and the links it lists once opened.
+    let folds = browser.eval(
+        &page,
+        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const folds = [18, 28].map(s => document.querySelector('#seq-' + s + ' details.replaced')); \
+         for (const f of folds) if (f) f.open = true; \
+         await new Promise(r => setTimeout(r, 50)); \
+         return folds.map(f => { if (!f) return 'no fold'; \
+         return [f.querySelector('summary').textContent, \
+         [...f.querySelectorAll('.row')].map(r => r.querySelector('a').getAttribute('href')), \
+         [...f.querySelectorAll('.row')].map(r => r.textContent.split(' ')[1])]; }); })()",
+    );
+    assert_eq!(
+        folds,
+        json!([
+            [
+                "replaces seqs 2..13 in the model's view (4 messages)",
+                ["#seq-2", "#seq-5", "#seq-7", "#seq-13"],
+                [
+                    "user/message",
+                    "assistant/message",
+                    "tool/result",
+                    "assistant/message"
+                ]
+            ],
+            [
+                "replaces seqs 18..23 in the model's view (3 messages)",
+                ["#seq-18", "#seq-21", "#seq-23"],
+                ["user/message", "user/message", "assistant/message"]
+            ]
+        ]),
+    );
+    // A link of the fold leads to the message, in its folded step.
+    let v = browser.eval(
+        &page,
+        "(async () => { document.querySelector('#seq-18 details.replaced a[href=\"#seq-5\"]').click(); \
+         await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const e = document.getElementById('seq-5'); \
+         return e ? [e.dataset.type, e.classList.contains('targeted')] : 'missing'; })()",
+    );
+    assert_eq!(v, json!(["assistant/message", true]));
+    assert_quiet(&mut browser, &page, &path);
+}

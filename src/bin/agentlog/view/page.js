@@ -402,22 +402,53 @@
           box.append(clipped(json(d), pre));
     }
     const op = e.surfaceOp;
-    if (op && typeof op === "object" && op.op === "replace") box.append(replaced(op.startSeq, op.endSeq));
+    if (op && typeof op === "object" && op.op === "replace") box.append(replaced(e.seq, op.startSeq, op.endSeq));
   }
-  // What a compaction's replace took out of the model's view: the events of its range.
-  function replaced(a, b) {
+  // What a replace took out of the model's view (docs/events.md §5): not every event of its
+  // range, only the surface nodes from the node of startSeq through the node of endSeq, in
+  // surface order. The surface is replayed once, when a replace is first shown: user, system and
+  // tool-result messages and assistant messages with content are nodes (chunks, calls, turn and
+  // step markers, audit events are not), and a replace's own message takes the place of the run
+  // it removes (so a later compaction may take out an earlier summary).
+  let replacedBy = null;
+  function isNode(e) {
+    switch (e.type) {
+      case "user/message": case "system/message": case "tool/result": return true;
+      case "assistant/message": { const m = e.data && e.data.message; return !!(m && Array.isArray(m.content) && m.content.length); }
+      default: return false;
+    }
+  }
+  function replacedNodes(s) {
+    if (!replacedBy) {
+      replacedBy = new Map();
+      const surface = [];
+      for (const e of EV) {
+        if (!isNode(e)) continue;
+        const op = e.surfaceOp;
+        if (op && typeof op === "object" && op.op === "replace") {
+          const i = surface.indexOf(op.startSeq), j = surface.indexOf(op.endSeq);
+          if (i >= 0 && j >= i) { replacedBy.set(e.seq, surface.splice(i, j - i + 1, e.seq)); continue; }
+        }
+        surface.push(e.seq);
+      }
+    }
+    return replacedBy.get(s) || null;
+  }
+  function replaced(s, a, b) {
+    const nodes = replacedNodes(s);
+    // The log refuses a replace whose ends are not current nodes: only a damaged page gets here.
+    if (!nodes) return h("div", { class: "bad", text: "replaces seqs " + a + ".." + b + ": not messages of the model's view there" });
     const f = h("details", { class: "more replaced" },
-      h("summary", { text: "replaces seqs " + a + ".." + b + " in the model's view (" + (b - a + 1) + " events)" }));
+      h("summary", { text: "replaces seqs " + a + ".." + b + " in the model's view (" + num(nodes.length) + (nodes.length === 1 ? " message)" : " messages)") }));
     f.addEventListener("toggle", () => {
       if (!f.open || f._done) return;
       f._done = true;
-      const max = Math.min(b, a + 499);
-      for (let s = a; s <= max; s++) {
-        const x = ev(s);
-        if (!x) continue;
-        f.append(h("div", { class: "row" }, link(s, "#" + s), " " + x.type + " ", ...summary(x).map((n) => (typeof n === "string" ? n : n.cloneNode(true)))));
+      const max = Math.min(nodes.length, 500);
+      for (const n of nodes.slice(0, max)) {
+        const x = ev(n);
+        f.append(h("div", { class: "row" }, link(n, "#" + n), " " + x.type + " ", ...summary(x).map((k) => (typeof k === "string" ? k : k.cloneNode(true)))));
       }
-      if (max < b) f.append(h("div", { class: "row", text: "… " + (b - max) + " more" }));
+      if (max < nodes.length) f.append(h("div", { class: "row", text: "… " + num(nodes.length - max) + " more" }));
     });
     return f;
   }
