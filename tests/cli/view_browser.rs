@@ -829,3 +829,53 @@ fn a_compaction_lists_the_messages_it_replaced() {
     assert_eq!(v, json!(["assistant/message", true]));
     assert_quiet(&mut browser, &page, &path);
 }
+
+/// Found by a review: the page read the events with `JSON.parse`, which puts members named by
+/// integers (`"9"`, `"10"`) first, in ascending order, so `{"b":1,"9":2,"a":3}` showed as
+/// `9, b, a`. Tool inputs, tool arguments, unknown events' data and sandbox details show their
+/// members in the log's order (docs/events.md §4), with numbers as the log writes them, and
+/// search still finds what is in them.
+#[test]
+fn members_named_by_integers_keep_their_place() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let lines = [
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"assistant/message","seq":2,"time":2,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"edit","input":{"b":1,"9":2,"a":{"10":"x","c":12345678901234567890123,"2":[{"z":1,"0":1.0}]}}}]}}}"#,
+        r#"{"type":"tool/call","seq":3,"time":3,"data":{"turn":1,"step":1,"callId":"u1","name":"edit","arguments":"{\"b\":1, \"9\" : 2,\"a\":3,\"__proto__\":{\"1\":4}}"}}"#,
+        r#"{"type":"tool/result","seq":4,"time":4,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"edit","content":"ok","isError":false}}}"#,
+        r#"{"type":"step/end","seq":5,"time":5,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"turn/end","seq":6,"time":6,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        r#"{"type":"custom/thing","seq":7,"time":7,"data":{"b":1,"9":"needle-nine","a":3}}"#,
+        r#"{"type":"sandbox/event","seq":8,"time":8,"data":{"kind":"start","detail":{"y":1,"3":2}}}"#,
+    ];
+    let path = page_of_lines(&cli, "ordered", &lines);
+    let page = load(&mut browser, &path);
+    let v = browser.eval(
+        &page,
+        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const pre = (s) => { const p = document.querySelector('#seq-' + s + ' pre'); return p ? p.textContent : null; }; \
+         const sum = (s) => document.querySelector('#seq-' + s + ' .sum').textContent; \
+         return [pre(2), pre(3), pre(7), sum(7), sum(8), pre(8)]; })()",
+    );
+    let input = "{\n  \"b\": 1,\n  \"9\": 2,\n  \"a\": {\n    \"10\": \"x\",\n    \"c\": 12345678901234567890123,\n    \"2\": [\n      {\n        \"z\": 1,\n        \"0\": 1.0\n      }\n    ]\n  }\n}";
+    assert_eq!(
+        v,
+        json!([
+            input,
+            "{\n  \"b\": 1,\n  \"9\": 2,\n  \"a\": 3,\n  \"__proto__\": {\n    \"1\": 4\n  }\n}",
+            "{\n  \"b\": 1,\n  \"9\": \"needle-nine\",\n  \"a\": 3\n}",
+            r#"{"b":1,"9":"needle-nine","a":3}"#,
+            r#"start {"y":1,"3":2}"#,
+            "{\n  \"y\": 1,\n  \"3\": 2\n}",
+        ])
+    );
+    for needle in ["needle-nine", "12345678901234567890123"] {
+        let (count, _) = narrow(&mut browser, &page, needle, "");
+        assert_eq!(count, count_line(1, 9), "{needle}");
+    }
+    assert_quiet(&mut browser, &page, &path);
+}
