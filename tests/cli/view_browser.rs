@@ -707,3 +707,175 @@ fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
     }
     assert_quiet(&mut browser, &page, &path);
 }
+
+/// Imports `lines` (one JSON event each) and returns the page written for them.
+fn page_of_lines(cli: &Cli, name: &str, lines: &[&str]) -> PathBuf {
+    let src = cli.dir.path().join(format!("{name}.jsonl"));
+    std::fs::write(&src, lines.join("\n") + "\n").unwrap();
+    let id = cli
+        .run(&["import", src.to_str().unwrap()])
+        .ok()
+        .trim()
+        .to_string();
+    write_page(cli, &id, name)
+}
+
+/// Found by a review: a compaction's fold "what it replaced" listed every seq of its range
+/// (turn and step markers, chunks, tool calls, an empty assistant message) instead of the
+/// messages of the model's view it took out (docs/events.md §5): the surface nodes from the
+/// node of `startSeq` through the node of `endSeq`, which may hold an earlier summary and holds
+/// nothing outside the range.
+#[test]
+fn a_compaction_lists_the_messages_it_replaced() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let text = |t: &str| format!(r#"[{{"type":"text","text":"{t}"}}]"#);
+    let user = |seq: u64, t: &str, op: &str| {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":{seq},"data":{{"role":"user","content":{}}}{op}}}"#,
+            text(t)
+        )
+    };
+    let assistant = |seq: u64, turn: u64, step: u64, content: &str, src: &str| {
+        format!(
+            r#"{{"type":"assistant/message","seq":{seq},"time":{seq},"data":{{"turn":{turn},"step":{step},"message":{{"role":"assistant","content":{content}}}}},"sourceEventSeqs":[{src}]}}"#
+        )
+    };
+    let marker = |seq: u64, ty: &str, data: &str| {
+        format!(r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{data}}}"#)
+    };
+    let replace =
+        |a: u64, b: u64| format!(r#","surfaceOp":{{"op":"replace","startSeq":{a},"endSeq":{b}}}"#);
+    let lines = [
+        format!(
+            r#"{{"type":"system/message","seq":0,"time":0,"data":{{"role":"system","content":{}}}}}"#,
+            text("You are terse.")
+        ),
+        marker(1, "turn/start", r#"{"turn":1}"#),
+        user(2, "first question", ""),
+        marker(3, "step/start", r#"{"turn":1,"step":1}"#),
+        marker(4, "assistant/chunk", r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","text":"Let me look"}}"#),
+        assistant(5, 1, 1, r#"[{"type":"tool_use","id":"u1","name":"ls","input":{}}]"#, "4"),
+        marker(6, "tool/call", r#"{"turn":1,"step":1,"callId":"u1","name":"ls","arguments":"{}"}"#),
+        r#"{"type":"tool/result","seq":7,"time":7,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"ls","content":"a.txt","isError":false}},"sourceEventSeqs":[6]}"#.to_string(),
+        marker(8, "step/end", r#"{"turn":1,"step":1}"#),
+        marker(9, "step/start", r#"{"turn":1,"step":2}"#),
+        assistant(10, 1, 2, "[]", ""),
+        marker(11, "step/end", r#"{"turn":1,"step":2}"#),
+        marker(12, "step/start", r#"{"turn":1,"step":3}"#),
+        assistant(13, 1, 3, &text("done"), ""),
+        marker(14, "step/end", r#"{"turn":1,"step":3}"#),
+        marker(15, "turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#),
+        marker(16, "compact/start", r#"{"startSeq":2,"endSeq":13}"#),
+        marker(17, "compact/summary", r#"{"startSeq":2,"endSeq":13,"summary":"Listed a.txt."}"#),
+        user(18, "Summary: listed a.txt.", &replace(2, 13)),
+        marker(19, "compact/end", r#"{"ok":true}"#),
+        marker(20, "turn/start", r#"{"turn":2}"#),
+        user(21, "second question", ""),
+        marker(22, "step/start", r#"{"turn":2,"step":1}"#),
+        assistant(23, 2, 1, &text("ok"), ""),
+        marker(24, "step/end", r#"{"turn":2,"step":1}"#),
+        marker(25, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#),
+        marker(26, "compact/start", r#"{"startSeq":18,"endSeq":23}"#),
+        marker(27, "compact/summary", r#"{"startSeq":18,"endSeq":23,"summary":"All of it."}"#),
+        user(28, "Summary: all of it.", &replace(18, 23)),
+        marker(29, "compact/end", r#"{"ok":true}"#),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let path = page_of_lines(&cli, "compacted", &lines);
+    let page = load(&mut browser, &path);
+    // Each replace's fold: its summary line, and the links it lists once opened.
+    let folds = browser.eval(
+        &page,
+        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const folds = [18, 28].map(s => document.querySelector('#seq-' + s + ' details.replaced')); \
+         for (const f of folds) if (f) f.open = true; \
+         await new Promise(r => setTimeout(r, 50)); \
+         return folds.map(f => { if (!f) return 'no fold'; \
+         return [f.querySelector('summary').textContent, \
+         [...f.querySelectorAll('.row')].map(r => r.querySelector('a').getAttribute('href')), \
+         [...f.querySelectorAll('.row')].map(r => r.textContent.split(' ')[1])]; }); })()",
+    );
+    assert_eq!(
+        folds,
+        json!([
+            [
+                "replaces seqs 2..13 in the model's view (4 messages)",
+                ["#seq-2", "#seq-5", "#seq-7", "#seq-13"],
+                [
+                    "user/message",
+                    "assistant/message",
+                    "tool/result",
+                    "assistant/message"
+                ]
+            ],
+            [
+                "replaces seqs 18..23 in the model's view (3 messages)",
+                ["#seq-18", "#seq-21", "#seq-23"],
+                ["user/message", "user/message", "assistant/message"]
+            ]
+        ]),
+    );
+    // A link of the fold leads to the message, in its folded step.
+    let v = browser.eval(
+        &page,
+        "(async () => { document.querySelector('#seq-18 details.replaced a[href=\"#seq-5\"]').click(); \
+         await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const e = document.getElementById('seq-5'); \
+         return e ? [e.dataset.type, e.classList.contains('targeted')] : 'missing'; })()",
+    );
+    assert_eq!(v, json!(["assistant/message", true]));
+    assert_quiet(&mut browser, &page, &path);
+}
+
+/// Found by a review: the page read the events with `JSON.parse`, which puts members named by
+/// integers (`"9"`, `"10"`) first, in ascending order, so `{"b":1,"9":2,"a":3}` showed as
+/// `9, b, a`. Tool inputs, tool arguments, unknown events' data and sandbox details show their
+/// members in the log's order (docs/events.md §4), with numbers as the log writes them, and
+/// search still finds what is in them.
+#[test]
+fn members_named_by_integers_keep_their_place() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let lines = [
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"assistant/message","seq":2,"time":2,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"edit","input":{"b":1,"9":2,"a":{"10":"x","c":12345678901234567890123,"2":[{"z":1,"0":1.0}]}}}]}}}"#,
+        r#"{"type":"tool/call","seq":3,"time":3,"data":{"turn":1,"step":1,"callId":"u1","name":"edit","arguments":"{\"b\":1, \"9\" : 2,\"a\":3,\"__proto__\":{\"1\":4}}"}}"#,
+        r#"{"type":"tool/result","seq":4,"time":4,"data":{"turn":1,"step":1,"callId":"u1","message":{"role":"tool","toolName":"edit","content":"ok","isError":false}}}"#,
+        r#"{"type":"step/end","seq":5,"time":5,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"turn/end","seq":6,"time":6,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        r#"{"type":"custom/thing","seq":7,"time":7,"data":{"b":1,"9":"needle-nine","a":3}}"#,
+        r#"{"type":"sandbox/event","seq":8,"time":8,"data":{"kind":"start","detail":{"y":1,"3":2}}}"#,
+    ];
+    let path = page_of_lines(&cli, "ordered", &lines);
+    let page = load(&mut browser, &path);
+    let v = browser.eval(
+        &page,
+        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const pre = (s) => { const p = document.querySelector('#seq-' + s + ' pre'); return p ? p.textContent : null; }; \
+         const sum = (s) => document.querySelector('#seq-' + s + ' .sum').textContent; \
+         return [pre(2), pre(3), pre(7), sum(7), sum(8), pre(8)]; })()",
+    );
+    let input = "{\n  \"b\": 1,\n  \"9\": 2,\n  \"a\": {\n    \"10\": \"x\",\n    \"c\": 12345678901234567890123,\n    \"2\": [\n      {\n        \"z\": 1,\n        \"0\": 1.0\n      }\n    ]\n  }\n}";
+    assert_eq!(
+        v,
+        json!([
+            input,
+            "{\n  \"b\": 1,\n  \"9\": 2,\n  \"a\": 3,\n  \"__proto__\": {\n    \"1\": 4\n  }\n}",
+            "{\n  \"b\": 1,\n  \"9\": \"needle-nine\",\n  \"a\": 3\n}",
+            r#"{"b":1,"9":"needle-nine","a":3}"#,
+            r#"start {"y":1,"3":2}"#,
+            "{\n  \"y\": 1,\n  \"3\": 2\n}",
+        ])
+    );
+    for needle in ["needle-nine", "12345678901234567890123"] {
+        let (count, _) = narrow(&mut browser, &page, needle, "");
+        assert_eq!(count, count_line(1, 9), "{needle}");
+    }
+    assert_quiet(&mut browser, &page, &path);
+}

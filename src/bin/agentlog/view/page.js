@@ -29,10 +29,97 @@
   const lossless = typeof JSON.rawJSON === "function";
   const keepText = (k, v, ctx) =>
     typeof v === "number" && ctx && typeof ctx.source === "string" && ctx.source !== String(v) ? JSON.rawJSON(ctx.source) : v;
+  // Members in the log's order: JSON.parse puts members named by integers ("9", "10") first,
+  // in ascending order (to JavaScript they are array indices), whatever their place in the
+  // text. Text that may have such a member (a quick test, which may say yes wrongly but never
+  // no wrongly) is read by the small parser below instead, which gives the same plain values,
+  // numbers as keepText gives them, and each object the names of its members in order under
+  // the symbol ORDER. Other text is read by JSON.parse, whose order is then the text's.
+  const ORDER = Symbol("order");
+  const INT_KEY = /"(?:\d|\\u003\d)+"\s*:/;
+  const WS = /[ \t\n\r]*/y, STR = /"[^"\\]*(?:\\.[^"\\]*)*"/y, LIT = /true|false|null/y,
+    NUM = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+  function parseOrdered(text) {
+    let at = 0;
+    const bad = () => new SyntaxError("JSON: unexpected text at " + at);
+    const skip = () => { WS.lastIndex = at; WS.test(text); at = WS.lastIndex; };
+    const take = (re) => { re.lastIndex = at; const m = re.exec(text); if (!m) throw bad(); at = re.lastIndex; return m[0]; };
+    function value() {
+      skip();
+      const c = text.charCodeAt(at);
+      if (c === 123) { // {
+        at++;
+        const o = {}, keys = [];
+        skip();
+        if (text.charCodeAt(at) === 125) at++;
+        else for (;;) {
+          skip();
+          if (text.charCodeAt(at) !== 34) throw bad();
+          const k = JSON.parse(take(STR));
+          skip();
+          if (text.charCodeAt(at++) !== 58) throw bad();
+          const v = value();
+          // A repeated name keeps its first place and its last value, as JSON.parse does.
+          if (!own(o, k)) keys.push(k);
+          // "__proto__" is a member like any other (an assignment would set the prototype).
+          Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+          skip();
+          const d = text.charCodeAt(at++);
+          if (d === 125) break;
+          if (d !== 44) throw bad();
+        }
+        Object.defineProperty(o, ORDER, { value: keys });
+        return o;
+      }
+      if (c === 91) { // [
+        at++;
+        const a = [];
+        skip();
+        if (text.charCodeAt(at) === 93) { at++; return a; }
+        for (;;) {
+          a.push(value());
+          skip();
+          const d = text.charCodeAt(at++);
+          if (d === 93) return a;
+          if (d !== 44) throw bad();
+        }
+      }
+      if (c === 34) return JSON.parse(take(STR));
+      if (c === 116 || c === 102 || c === 110) return JSON.parse(take(LIT));
+      const n = take(NUM), v = Number(n);
+      return lossless && n !== String(v) ? JSON.rawJSON(n) : v;
+    }
+    const v = value();
+    skip();
+    if (at !== text.length) throw bad();
+    return v;
+  }
+  // JSON text as the page shows it: members in order, numbers as the log writes them.
+  function parse(text) {
+    if (INT_KEY.test(text)) return parseOrdered(text);
+    return lossless ? JSON.parse(text, keepText) : JSON.parse(text);
+  }
+  // A value read by parse as JSON text: `sp` "  " for JSON.stringify(v, null, 2)'s layout,
+  // "" for one line.
+  function jsonText(v, sp, at) {
+    if (v === undefined) return "null";
+    if (v === null || typeof v !== "object") return JSON.stringify(v);
+    if (lossless && JSON.isRawJSON(v)) return v.rawJSON;
+    const inner = at + sp, nl = sp ? "\n" : "";
+    if (Array.isArray(v)) {
+      if (!v.length) return "[]";
+      return "[" + nl + v.map((x) => inner + jsonText(x, sp, inner)).join("," + nl) + nl + at + "]";
+    }
+    const keys = v[ORDER] || Object.keys(v);
+    if (!keys.length) return "{}";
+    return "{" + nl + keys.map((k) => inner + JSON.stringify(k) + (sp ? ": " : ":") + jsonText(v[k], sp, inner)).join("," + nl) + nl + at + "}";
+  }
   let lineStarts = null;
   const exactCache = new Map();
+  // Event s as its line of the events element holds it: numbers as written (where the browser
+  // gives a reviver their text), members in order. Else the event JSON.parse gave.
   function exact(s) {
-    if (!lossless) return ev(s);
     let e = exactCache.get(s);
     if (e) return e;
     if (!lineStarts) {
@@ -42,7 +129,8 @@
     const i = indexOf.get(s);
     let line = RAW.slice(lineStarts[i], i + 1 < lineStarts.length ? lineStarts[i + 1] - 1 : RAW.length);
     line = line.replace(/,\s*$/, "").replace(/\s*\]\s*$/, "");
-    try { e = JSON.parse(line, keepText); } catch (_) { e = ev(s); }
+    if (!lossless && !INT_KEY.test(line)) return ev(s);
+    try { e = parse(line); } catch (_) { e = ev(s); }
     if (exactCache.size > 2000) exactCache.clear();
     exactCache.set(s, e);
     return e;
@@ -299,8 +387,9 @@
     return box;
   }
   const pre = (t) => h("pre", { text: t });
-  function json(v) { try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); } }
-  function prettyArgs(s) { try { return JSON.stringify(JSON.parse(s, lossless ? keepText : undefined), null, 2); } catch (_) { return s; } }
+  function json(v) { try { return jsonText(v, "  ", ""); } catch (_) { return String(v); } }
+  // Arguments that are not JSON are shown as they are.
+  function prettyArgs(s) { try { return jsonText(parse(s), "  ", ""); } catch (_) { return s; } }
   // `output`: the blocks are a tool's output, whose text is shown verbatim in monospace, as an
   // output given as a string is (not read as Markdown).
   function renderBlocks(blocks, box, output) {
@@ -369,12 +458,12 @@
       case "approval/request": return [d.callId + " " + d.tool + (d.reason ? ": " + oneLine(d.reason, 120) : "")];
       case "approval/decision": return [d.callId + " ", h("span", { class: d.decision === "approved" ? "good" : "bad", text: d.decision }),
         (d.by ? " by " + d.by : "") + (d.note ? ": " + oneLine(d.note, 120) : "")];
-      case "sandbox/event": return [d.kind + (d.detail !== undefined ? " " + oneLine(JSON.stringify(d.detail), 100) : "")];
+      case "sandbox/event": return [d.kind + (d.detail !== undefined ? " " + oneLine(jsonText(exact(e.seq).data.detail, "", ""), 100) : "")];
       case "error": return [h("span", { class: "bad", text: oneLine(d.message, 160) })];
       case "compact/start": return ["compacting seqs ", link(d.startSeq, String(d.startSeq)), "..", link(d.endSeq, String(d.endSeq))];
       case "compact/summary": return ["seqs " + d.startSeq + ".." + d.endSeq + ": " + oneLine(d.summary, 100)];
       case "compact/end": return [d.ok ? h("span", { class: "good", text: "ok" }) : h("span", { class: "bad", text: "failed" })];
-      default: return [oneLine(JSON.stringify(d), 100)];
+      default: return [oneLine(jsonText(exact(e.seq).data, "", ""), 100)];
     }
   }
   // A message of one short line of text is all in its summary.
@@ -391,7 +480,7 @@
       case "tool/result": {
         const m = d.message || {};
         if (typeof m.content === "string") box.append(clipped(m.content, pre)); else renderBlocks(m.content, box, true);
-        if (d.error !== undefined) box.append(h("div", { class: "bad", text: "error: " + oneLine(JSON.stringify(d.error), 300) }));
+        if (d.error !== undefined) box.append(h("div", { class: "bad", text: "error: " + oneLine(jsonText(d.error, "", ""), 300) }));
         break;
       }
       case "error": if (d.stack) { const f = h("details", { class: "more" }, h("summary", { text: "stack" })); f.append(clipped(d.stack, pre)); box.append(f); } break;
@@ -402,22 +491,53 @@
           box.append(clipped(json(d), pre));
     }
     const op = e.surfaceOp;
-    if (op && typeof op === "object" && op.op === "replace") box.append(replaced(op.startSeq, op.endSeq));
+    if (op && typeof op === "object" && op.op === "replace") box.append(replaced(e.seq, op.startSeq, op.endSeq));
   }
-  // What a compaction's replace took out of the model's view: the events of its range.
-  function replaced(a, b) {
+  // What a replace took out of the model's view (docs/events.md §5): not every event of its
+  // range, only the surface nodes from the node of startSeq through the node of endSeq, in
+  // surface order. The surface is replayed once, when a replace is first shown: user, system and
+  // tool-result messages and assistant messages with content are nodes (chunks, calls, turn and
+  // step markers, audit events are not), and a replace's own message takes the place of the run
+  // it removes (so a later compaction may take out an earlier summary).
+  let replacedBy = null;
+  function isNode(e) {
+    switch (e.type) {
+      case "user/message": case "system/message": case "tool/result": return true;
+      case "assistant/message": { const m = e.data && e.data.message; return !!(m && Array.isArray(m.content) && m.content.length); }
+      default: return false;
+    }
+  }
+  function replacedNodes(s) {
+    if (!replacedBy) {
+      replacedBy = new Map();
+      const surface = [];
+      for (const e of EV) {
+        if (!isNode(e)) continue;
+        const op = e.surfaceOp;
+        if (op && typeof op === "object" && op.op === "replace") {
+          const i = surface.indexOf(op.startSeq), j = surface.indexOf(op.endSeq);
+          if (i >= 0 && j >= i) { replacedBy.set(e.seq, surface.splice(i, j - i + 1, e.seq)); continue; }
+        }
+        surface.push(e.seq);
+      }
+    }
+    return replacedBy.get(s) || null;
+  }
+  function replaced(s, a, b) {
+    const nodes = replacedNodes(s);
+    // The log refuses a replace whose ends are not current nodes: only a damaged page gets here.
+    if (!nodes) return h("div", { class: "bad", text: "replaces seqs " + a + ".." + b + ": not messages of the model's view there" });
     const f = h("details", { class: "more replaced" },
-      h("summary", { text: "replaces seqs " + a + ".." + b + " in the model's view (" + (b - a + 1) + " events)" }));
+      h("summary", { text: "replaces seqs " + a + ".." + b + " in the model's view (" + num(nodes.length) + (nodes.length === 1 ? " message)" : " messages)") }));
     f.addEventListener("toggle", () => {
       if (!f.open || f._done) return;
       f._done = true;
-      const max = Math.min(b, a + 499);
-      for (let s = a; s <= max; s++) {
-        const x = ev(s);
-        if (!x) continue;
-        f.append(h("div", { class: "row" }, link(s, "#" + s), " " + x.type + " ", ...summary(x).map((n) => (typeof n === "string" ? n : n.cloneNode(true)))));
+      const max = Math.min(nodes.length, 500);
+      for (const n of nodes.slice(0, max)) {
+        const x = ev(n);
+        f.append(h("div", { class: "row" }, link(n, "#" + n), " " + x.type + " ", ...summary(x).map((k) => (typeof k === "string" ? k : k.cloneNode(true)))));
       }
-      if (max < b) f.append(h("div", { class: "row", text: "… " + (b - max) + " more" }));
+      if (max < nodes.length) f.append(h("div", { class: "row", text: "… " + num(nodes.length - max) + " more" }));
     });
     return f;
   }
