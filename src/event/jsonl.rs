@@ -77,6 +77,24 @@ pub fn parse_json(text: &str) -> Result<Value, ParseError> {
     })
 }
 
+/// [`parse_json`] for a line another program wrote (an importer's source): also reads lone
+/// surrogate escapes (as U+FFFD) and repeated member names (the earlier member keeps its place
+/// and takes the later value), which JavaScript's `JSON.parse` accepts and Node's
+/// `JSON.stringify` may write. Returns how many of each it read.
+pub(crate) fn parse_json_lenient(
+    text: &str,
+) -> Result<(Value, super::parse::Leniency), ParseError> {
+    let bytes = text.as_bytes();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let skipped = bytes.len() - text.len();
+    super::parse::parse_json_text_lenient(text)
+        .map(|(raw, leniency)| (to_value(raw), leniency))
+        .map_err(|mut e| {
+            e.offset = e.offset.map(|o| o + skipped);
+            e.in_text(bytes)
+        })
+}
+
 /// Parses a tool's output as `tool/result` holds it (`message.content`): a JSON string, or an
 /// array of content blocks (checked like any event's blocks).
 pub fn parse_tool_content(text: &str) -> Result<ToolContent, ParseError> {

@@ -87,6 +87,7 @@ pub use data::{
     TurnEndReason, TurnStart, UnknownEvent, Usage, UserMessage,
 };
 pub use error::{ParseError, ParseErrorKind};
+pub(crate) use jsonl::parse_json_lenient;
 pub use jsonl::{
     max_line_for, parse_draft_line, parse_event_line, parse_header_line, parse_json, parse_jsonl,
     parse_tool_content, read_line_bounded, skip_line, BoundedLine, Draft, JsonlReader, JsonlWriter,

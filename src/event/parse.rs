@@ -80,11 +80,35 @@ pub(crate) fn parse_line(line: &str) -> Result<Raw<'_>, LineError> {
 /// Parses a text that holds exactly one JSON value of any kind (whitespace, line breaks included,
 /// around and between tokens).
 pub(crate) fn parse_json_text(line: &str) -> Result<Raw<'_>, LineError> {
+    parse_with(line, None)
+}
+
+/// What [`parse_json_text_lenient`] read that the strict parser refuses.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Leniency {
+    /// `\u` escapes of lone UTF-16 surrogates, read as U+FFFD.
+    pub(crate) lone_surrogates: usize,
+    /// Member names that repeat an earlier one of their object: the earlier member keeps its
+    /// place and takes the later value, as JavaScript's `JSON.parse` does.
+    pub(crate) repeated_names: usize,
+}
+
+/// [`parse_json_text`] for text another program wrote (an importer's source line), reading two
+/// things JavaScript's `JSON.parse` and `JSON.stringify` accept that RFC 8259 leaves out or
+/// refuses here: lone surrogate escapes and repeated member names ([`Leniency`] counts them).
+pub(crate) fn parse_json_text_lenient(line: &str) -> Result<(Raw<'_>, Leniency), LineError> {
+    let mut leniency = Leniency::default();
+    let raw = parse_with(line, Some(&mut leniency))?;
+    Ok((raw, leniency))
+}
+
+fn parse_with<'a>(line: &'a str, lenient: Option<&mut Leniency>) -> Result<Raw<'a>, LineError> {
     let mut p = Parser {
         src: line,
         bytes: line.as_bytes(),
         pos: 0,
         depth: 0,
+        lenient,
     };
     p.skip_ws();
     if p.pos == p.bytes.len() {
@@ -98,14 +122,16 @@ pub(crate) fn parse_json_text(line: &str) -> Result<Raw<'_>, LineError> {
     Ok(value)
 }
 
-struct Parser<'a> {
+struct Parser<'a, 'l> {
     src: &'a str,
     bytes: &'a [u8],
     pos: usize,
     depth: usize,
+    /// Set for [`parse_json_text_lenient`]: what it read that is refused otherwise.
+    lenient: Option<&'l mut Leniency>,
 }
 
-impl<'a> Parser<'a> {
+impl<'a> Parser<'a, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
@@ -245,7 +271,35 @@ impl<'a> Parser<'a> {
             }
             let key_pos = self.pos;
             let key = self.string()?;
-            if members.len() < LINEAR_DUPLICATE_CHECK {
+            if let Some(l) = self.lenient.as_deref_mut() {
+                // A repeated name: the earlier member takes the value that follows.
+                if let Some(i) = members.iter().position(|m| same_name(&m.key, &key)) {
+                    l.repeated_names += 1;
+                    self.skip_ws();
+                    if self.peek() != Some(b':') {
+                        return Err(self.unexpected("':'"));
+                    }
+                    self.pos += 1;
+                    self.skip_ws();
+                    let value = self.value()?;
+                    if let Some(m) = members.get_mut(i) {
+                        m.value = value;
+                    }
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => {
+                            self.pos += 1;
+                            continue;
+                        }
+                        Some(b'}') => {
+                            self.pos += 1;
+                            self.depth -= 1;
+                            return Ok(RawKind::Object(members));
+                        }
+                        _ => return Err(self.unexpected("',' or '}'")),
+                    }
+                }
+            } else if members.len() < LINEAR_DUPLICATE_CHECK {
                 if members.iter().any(|m| same_name(&m.key, &key)) {
                     return Err(duplicate(key_pos, key));
                 }
@@ -355,19 +409,33 @@ impl<'a> Parser<'a> {
         let code = match unit {
             0xD800..=0xDBFF => {
                 if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
-                    return Err(lone_surrogate(escape_pos, unit));
+                    return self.lone(escape_pos, unit);
                 }
+                let next = self.pos;
                 self.pos += 2;
                 let low = self.hex4()?;
                 if !(0xDC00..=0xDFFF).contains(&low) {
-                    return Err(lone_surrogate(escape_pos, unit));
+                    // Leniently, the escape after it is read on its own.
+                    self.pos = next;
+                    return self.lone(escape_pos, unit);
                 }
                 0x10000 + ((u32::from(unit) - 0xD800) << 10) + (u32::from(low) - 0xDC00)
             }
-            0xDC00..=0xDFFF => return Err(lone_surrogate(escape_pos, unit)),
+            0xDC00..=0xDFFF => return self.lone(escape_pos, unit),
             _ => u32::from(unit),
         };
         char::from_u32(code).ok_or_else(|| lone_surrogate(escape_pos, unit))
+    }
+
+    /// A lone surrogate escape: refused, or leniently U+FFFD.
+    fn lone(&mut self, escape_pos: usize, unit: u16) -> Result<char, LineError> {
+        match self.lenient.as_deref_mut() {
+            Some(l) => {
+                l.lone_surrogates += 1;
+                Ok('\u{FFFD}')
+            }
+            None => Err(lone_surrogate(escape_pos, unit)),
+        }
     }
 
     fn hex4(&mut self) -> Result<u16, LineError> {
@@ -425,5 +493,58 @@ fn check_duplicates(members: &[RawMember<'_>], positions: &[usize]) -> Result<()
             members[i].key.clone(),
         )),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lenient(text: &str) -> (String, Leniency) {
+        match parse_json_text_lenient(text) {
+            Ok((raw, l)) => (super::super::decode::to_value(raw).to_string(), l),
+            Err(e) => panic!("{text}: {e:?}"),
+        }
+    }
+
+    /// The lenient reading, as JavaScript's `JSON.parse` reads: a lone surrogate is U+FFFD and
+    /// the escape after a high one that is not its low half is a character of its own; a
+    /// repeated name keeps the first place and the last value, at any depth and object size.
+    /// The strict parser refuses all of it.
+    #[test]
+    fn lenient_reads_lone_surrogates_and_repeated_names() {
+        let cases = [
+            (r#"["a\ud83d"]"#, r#"["a�"]"#, (1, 0)),
+            (r#"["\ud83d\u0041\ude00"]"#, r#"["�A�"]"#, (2, 0)),
+            (r#"["\ud83d\ude00"]"#, r#"["😀"]"#, (0, 0)),
+            (r#"{"a":1,"b":2,"a":3}"#, r#"{"a":3,"b":2}"#, (0, 1)),
+            (
+                r#"{"x":{"k":[1],"k":{"k":0,"k":1}}}"#,
+                r#"{"x":{"k":{"k":1}}}"#,
+                (0, 2),
+            ),
+        ];
+        for (text, want, (lone, repeated)) in cases {
+            let (got, l) = lenient(text);
+            assert_eq!(got, want, "{text}");
+            assert_eq!(
+                (l.lone_surrogates, l.repeated_names),
+                (lone, repeated),
+                "{text}"
+            );
+            assert_eq!(
+                parse_json_text(text).is_err(),
+                lone + repeated > 0,
+                "{text}"
+            );
+        }
+        let many: Vec<String> = (0..40).map(|i| format!("\"m{i}\":{i}")).collect();
+        let text = format!("{{{},\"m3\":\"last\"}}", many.join(","));
+        let (got, l) = lenient(&text);
+        assert!(
+            got.starts_with(r#"{"m0":0,"m1":1,"m2":2,"m3":"last","m4":4"#),
+            "{got}"
+        );
+        assert_eq!(l.repeated_names, 1);
     }
 }

@@ -671,25 +671,47 @@ fn new_lines<'d>(
     let (lines, tail) = split_lines(new_data);
     let mut src: Vec<SrcLine<'d>> = Vec::with_capacity(lines.len() + 1);
     let mut n = state.lines;
-    // Each line is parsed once; its value serves the format's mapping.
-    let parse = |l: &[u8], n: u64| -> Option<Value> {
+    // Each line is parsed once; its value serves the format's mapping. A line JSON.parse
+    // reads but the strict parser refuses (a lone surrogate escape, a repeated member name:
+    // Node writes both) is read leniently, with a warning; its raw text is kept as it is.
+    let parse = |l: &[u8], n: u64, warnings: &mut Vec<String>| -> Option<Value> {
         let text = std::str::from_utf8(l).ok()?.trim_end_matches('\r');
         let text = if n == 0 {
             text.trim_start_matches('\u{feff}')
         } else {
             text
         };
-        crate::event::parse_json(text).ok()
+        if let Ok(v) = crate::event::parse_json(text) {
+            return Some(v);
+        }
+        let (v, read) = crate::event::parse_json_lenient(text).ok()?;
+        if read.lone_surrogates > 0 {
+            warnings.push(format!(
+                "{shown}:{}: {} lone surrogate escape(s) (\\uD800–\\uDFFF without its pair) read \
+                 as U+FFFD; the source line is kept as it is",
+                n + 1,
+                read.lone_surrogates
+            ));
+        }
+        if read.repeated_names > 0 {
+            warnings.push(format!(
+                "{shown}:{}: {} repeated member name(s): the last value kept, as JSON.parse \
+                 does; the source line is kept as it is",
+                n + 1,
+                read.repeated_names
+            ));
+        }
+        Some(v)
     };
     for l in lines {
-        let value = parse(l, n);
+        let value = parse(l, n, &mut summary.warnings);
         src.push(SrcLine { n, bytes: l, value });
         n += 1;
     }
     // A tail without a newline is imported when it is complete JSON, else left for later.
     let mut has_tail = false;
     if let Some(t) = tail {
-        let value = parse(t, n);
+        let value = parse(t, n, &mut summary.warnings);
         if value.is_some() {
             src.push(SrcLine { n, bytes: t, value });
             has_tail = true;

@@ -68,3 +68,74 @@ fn a_codex_turn_completed_with_a_call_unanswered_ends_interrupted() {
         Some((1, "interrupted"))
     );
 }
+
+/// The events of session `id`, in canonical JSONL, one string each.
+fn lines_of(store: &Store, id: &str) -> Vec<String> {
+    store
+        .open_reader(id)
+        .unwrap()
+        .events()
+        .map(|e| {
+            agentlog::event::decode_event(e.unwrap())
+                .unwrap()
+                .to_canonical_string()
+        })
+        .collect()
+}
+
+/// Node's `JSON.stringify` writes a lone surrogate as `\ud83d` (a string cut in the middle of
+/// an emoji), and JavaScript's `JSON.parse` takes a repeated member name (the last value wins).
+/// The strict parser refused both lines, so a tool's result (and in the second file the call
+/// itself) was kept only as an unparsed `import/line`, and the call was answered
+/// `TOOL_OUTCOME_UNKNOWN`. Such a line is now read as `JSON.parse` reads it (U+FFFD for the
+/// lone surrogate), with a warning; the source line is kept byte for byte.
+#[test]
+fn lines_json_parse_reads_are_imported_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let surrogate = [
+        r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"user","message":{"role":"user","content":"run it"},"uuid":"u1","timestamp":"2026-02-03T00:25:13.595Z"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"assistant","message":{"id":"msg_1","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cat log.txt"}}],"usage":{"input_tokens":3,"output_tokens":5}},"uuid":"a1","timestamp":"2026-02-03T00:25:14.000Z"}"#,
+        r#"{"parentUuid":"a1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"build ok \ud83d","is_error":false}]},"uuid":"u2","timestamp":"2026-02-03T00:25:15.000Z"}"#,
+    ];
+    let repeated = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s2","timestamp":"2026-01-03T06:05:00.000Z","version":"2.1.20","message":{"role":"user","content":"edit it"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s2","timestamp":"2026-01-03T06:05:04.000Z","version":"2.1.20","message":{"id":"msg_1","role":"assistant","model":"m","content":[{"type":"tool_use","id":"tc_dup1","name":"Edit","input":{"file_path":"/first.py","old_string":"o","new_string":"n","file_path":"/last.py"}}]}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s2","timestamp":"2026-01-03T06:05:05.000Z","version":"2.1.20","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tc_dup1","content":"ok"}]}}"#,
+    ];
+    for (name, lines, id, warning, wanted) in [
+        (
+            "s1.jsonl",
+            &surrogate,
+            "claude-s1",
+            ":3: 1 lone surrogate escape(s)",
+            r#""content":"build ok �""#,
+        ),
+        (
+            "s2.jsonl",
+            &repeated,
+            "claude-s2",
+            ":2: 1 repeated member name(s)",
+            r#"{"file_path":"/last.py","old_string":"o","new_string":"n"}"#,
+        ),
+    ] {
+        let dir = tmp.path().join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let store = Store::open(dir.join("store")).unwrap();
+        let summary = import_paths(&store, &[file], &Options::default(), |_, _| {}).unwrap();
+        assert!(
+            summary.warnings.iter().any(|w| w.contains(warning)),
+            "{:?}",
+            summary.warnings
+        );
+        let events = lines_of(&store, id);
+        let all = events.concat();
+        assert!(all.contains(wanted), "{all}");
+        assert!(!all.contains("TOOL_OUTCOME_UNKNOWN"), "{all}");
+        assert!(!all.contains(r#""type":"import/line""#), "{all}");
+        let mut out = Vec::new();
+        agentlog::import::export_source(&store.open_reader(id).unwrap(), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), lines.join("\n") + "\n");
+    }
+}
