@@ -95,12 +95,23 @@ pub fn detect(first_line: &[u8]) -> Option<Format> {
     if map.contains_key("record_type") {
         return Some(Format::Codex);
     }
+    // A Claude Code line names its session, or is one of its kinds that need not (a title
+    // line, a snapshot, a queue operation), or is a user or assistant line with its message.
+    let message_line = matches!(ty, Some("user" | "assistant"))
+        && matches!(map.get("message"), Some(Value::Object(_)));
     if map.contains_key("sessionId")
         || map.contains_key("parentUuid")
         || map.contains_key("leafUuid")
+        || message_line
         || matches!(
             ty,
-            Some("file-history-snapshot" | "summary" | "queue-operation")
+            Some(
+                "file-history-snapshot"
+                    | "summary"
+                    | "queue-operation"
+                    | "ai-title"
+                    | "custom-title"
+            )
         )
     {
         return Some(Format::ClaudeCode);
@@ -1315,5 +1326,21 @@ mod tests {
             Some(Format::ClaudeCode)
         );
         assert_eq!(detect(br#"{"type":"turn/start","seq":0}"#), None);
+        // Claude Code lines that name no session (a title line first; a user line written
+        // without its envelope ids): `--from auto` refused files that `--from claude-code`
+        // imports.
+        assert_eq!(
+            detect(br#"{"type":"ai-title","title":"Fix the build"}"#),
+            Some(Format::ClaudeCode)
+        );
+        assert_eq!(
+            detect(br#"{"type":"custom-title","customTitle":"x"}"#),
+            Some(Format::ClaudeCode)
+        );
+        assert_eq!(
+            detect(br#"{"type":"user","cwd":"/w","message":{"role":"user","content":"hi"}}"#),
+            Some(Format::ClaudeCode)
+        );
+        assert_eq!(detect(br#"{"type":"user","message":"hi"}"#), None);
     }
 }
