@@ -132,6 +132,23 @@ struct State {
     /// A `thread_rolled_back` not yet applied: the next typed prompt continues from this
     /// surface mark ([`Builder::mark_before_last_turns`]), replacing the turns rolled back.
     rollback: Option<Option<u64>>,
+    /// Tool outputs that came while the model output they answer was not written yet: Codex
+    /// (0.116) writes a response's `token_count` after the outputs of its calls, so the
+    /// response waits for it (its usage is then its own, not the next response's) and these
+    /// are written right after it ([`flush`]).
+    deferred: Vec<Deferred>,
+}
+
+/// A tool output waiting for the model output it answers ([`State::deferred`]).
+struct Deferred {
+    /// Its line's raw text, for its `tool/result`.
+    carry: Vec<(u64, Value)>,
+    time: i64,
+    id: String,
+    content: String,
+    is_error: bool,
+    /// `response_item/<type>`.
+    kind: String,
 }
 
 /// Builds the events of a rollout's lines.
@@ -154,6 +171,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         prompts: std::collections::HashSet::new(),
         line: 0,
         rollback: r("rollbackTo").map(Value::as_u64),
+        deferred: Vec::new(),
     };
     for line in lines {
         let Some(v) = &line.value else { continue };
@@ -183,6 +201,10 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         } else {
             ("unknown", v)
         };
+        // Tool outputs wait for their response's token count only while nothing else comes.
+        if !st.deferred.is_empty() && !counts_or_output(kind, payload) {
+            flush(b, &mut st);
+        }
         match kind {
             "session_meta" => {
                 let text = get_str(payload, "instructions")
@@ -250,6 +272,10 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                                 st.counted = Totals::default();
                             }
                             st.latest = t;
+                        }
+                        // The count of a response whose calls' outputs came before it.
+                        if !st.deferred.is_empty() {
+                            flush(b, &mut st);
                         }
                     }
                     // The user rolled the thread back (edited an earlier prompt): Codex
@@ -478,14 +504,25 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
             st.pending.held.extend(b.take_carry());
         }
         "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
-            flush(b, st);
             let id = get_str(p, "call_id").unwrap_or("");
             let output = get(p, "output");
             let (content, is_error) = output_content(output, p);
+            st.after_output = true;
+            if st.pending.items > 0 || !st.deferred.is_empty() {
+                // The response it answers is not written yet: after its token count.
+                st.deferred.push(Deferred {
+                    carry: b.take_carry(),
+                    time: b.time,
+                    id: id.to_owned(),
+                    content,
+                    is_error,
+                    kind: format!("response_item/{t}"),
+                });
+                return;
+            }
             if !b.result(id, &content, is_error, None) {
                 b.end_line("orphan_tool_output");
             }
-            st.after_output = true;
             b.end_line(&format!("response_item/{t}"));
         }
         other => b.end_line(&format!("response_item/{other}")),
@@ -607,6 +644,7 @@ const ENCRYPTED_SUMMARY: &str =
 /// step, with the tokens counted since the last one.
 fn flush(b: &mut Builder<'_>, st: &mut State) {
     if st.pending.items == 0 {
+        write_deferred(b, st);
         return;
     }
     let p = std::mem::take(&mut st.pending);
@@ -647,5 +685,41 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
         &p.calls,
     );
     b.time = now;
+    write_deferred(b, st);
     b.give_carry(current);
+}
+
+/// Writes the tool outputs that waited for the response [`flush`] wrote
+/// ([`State::deferred`]), each at its own line's time with its own line's raw text (the current
+/// line's is put back after them).
+fn write_deferred(b: &mut Builder<'_>, st: &mut State) {
+    if st.deferred.is_empty() {
+        return;
+    }
+    let current = b.take_carry();
+    let now = b.time;
+    for d in std::mem::take(&mut st.deferred) {
+        b.give_carry(d.carry);
+        b.time = d.time;
+        if !b.result(&d.id, &d.content, d.is_error, None) {
+            b.end_line("orphan_tool_output");
+        }
+        b.end_line(&d.kind);
+    }
+    b.time = now;
+    b.give_carry(current);
+}
+
+/// Whether a line may come between a response's tool outputs and its token count: the count
+/// itself, or another output.
+fn counts_or_output(kind: &str, payload: &Value) -> bool {
+    let t = get_str(payload, "type");
+    match kind {
+        "event_msg" => t == Some("token_count"),
+        "response_item" => matches!(
+            t,
+            Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output")
+        ),
+        _ => false,
+    }
 }

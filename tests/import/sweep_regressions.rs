@@ -139,3 +139,81 @@ fn lines_json_parse_reads_are_imported_with_a_warning() {
         assert_eq!(String::from_utf8(out).unwrap(), lines.join("\n") + "\n");
     }
 }
+
+/// The usage of each `assistant/message` of session `id`: (input, output, cache read,
+/// reasoning).
+fn usages(store: &Store, id: &str) -> Vec<(u64, u64, u64, u64)> {
+    use agentlog::event::{EventData, Opt};
+    store
+        .open_reader(id)
+        .unwrap()
+        .events()
+        .filter_map(
+            |e| match agentlog::event::decode_event(e.unwrap()).unwrap().data {
+                EventData::AssistantMessage(m) => Some(match m.usage {
+                    Opt::Present(u) => (
+                        u.input_tokens,
+                        u.output_tokens,
+                        u.cache_read_tokens.present().copied().unwrap_or(0),
+                        u.reasoning_tokens.present().copied().unwrap_or(0),
+                    ),
+                    _ => (0, 0, 0, 0),
+                }),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// Codex 0.116 writes a response's `token_count` after the outputs of its calls. The response
+/// was written at the first output, before its count, so each response got the tokens of the
+/// one before it, and the last response's were lost (`stats` said 0 tokens for a session whose
+/// file counts 5000). A response with calls now waits for its count while only its outputs
+/// come: each message has its own usage, and the sums equal the file's final totals.
+#[test]
+fn codex_token_counts_after_the_tool_outputs_go_to_their_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-r01.jsonl",
+        &[
+            r#"{"timestamp":"2026-04-30T10:00:00.000Z","type":"session_meta","payload":{"id":"r01","cwd":"/p","cli_version":"0.116.0"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix it"}]}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:04.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"c1","arguments":"{\"cmd\":\"ls\"}"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:04.500Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"c2","arguments":"{\"cmd\":\"pwd\"}"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a.txt"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.050Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":"/p"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.100Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5000,"cached_input_tokens":3000,"output_tokens":200,"reasoning_output_tokens":50,"total_tokens":5200}}}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:06.100Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":6000,"cached_input_tokens":3500,"output_tokens":260,"reasoning_output_tokens":60,"total_tokens":6260}}}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:07.000Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":null}}"#,
+        ],
+        Some(Format::Codex),
+    );
+    assert_eq!(
+        usages(&store, "codex-r01"),
+        [(2000, 200, 3000, 50), (500, 60, 500, 10)]
+    );
+    // The calls are answered in their step, in the file's order, at their lines' times.
+    let types: Vec<String> = lines_of(&store, "codex-r01")
+        .iter()
+        .filter(|l| !l.contains("import/line"))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{} {}", v["type"].as_str().unwrap(), v["time"])
+        })
+        .collect();
+    assert_eq!(
+        &types[3..9],
+        [
+            "assistant/message 1777543204500",
+            "tool/call 1777543204500",
+            "tool/call 1777543204500",
+            "tool/result 1777543205000",
+            "tool/result 1777543205050",
+            "step/end 1777543206000",
+        ],
+        "{types:?}"
+    );
+}
