@@ -217,3 +217,33 @@ fn codex_token_counts_after_the_tool_outputs_go_to_their_response() {
         "{types:?}"
     );
 }
+
+/// When a hook blocks a prompt, Claude Code writes "Operation stopped by hook: …" as a user
+/// line. It was taken for a typed prompt: a turn of its own, so one prompt typed twice became
+/// three turns. It is context now, like Claude Code's other injected texts.
+#[test]
+fn a_claude_code_hook_block_message_is_not_a_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "s5.jsonl",
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s5","version":"2.1.29","type":"user","message":{"role":"user","content":"fix tests"},"uuid":"u1","timestamp":"2026-02-03T00:25:13.595Z"}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s5","version":"2.1.29","type":"user","message":{"role":"user","content":"Operation stopped by hook: Another session is active\n\nYou can continue here."},"uuid":"u2","timestamp":"2026-02-03T00:25:14.150Z"}"#,
+            r#"{"parentUuid":"u2","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s5","version":"2.1.29","type":"user","message":{"role":"user","content":"fix tests"},"uuid":"u3","timestamp":"2026-02-03T00:25:21.762Z"}"#,
+            r#"{"parentUuid":"u3","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s5","version":"2.1.29","type":"assistant","message":{"id":"msg_1","role":"assistant","model":"m","content":[{"type":"text","text":"Running the tests."}],"usage":{"input_tokens":3,"output_tokens":5}},"uuid":"a1","timestamp":"2026-02-03T00:25:25.000Z"}"#,
+        ],
+        Some(Format::ClaudeCode),
+    );
+    let lines = lines_of(&store, "claude-s5");
+    let turns = lines
+        .iter()
+        .filter(|l| l.contains(r#""type":"turn/start""#))
+        .count();
+    assert_eq!(turns, 2, "{lines:#?}");
+    let hook = lines
+        .iter()
+        .find(|l| l.contains("Operation stopped by hook"))
+        .unwrap();
+    assert!(hook.contains(r#""kind":"context""#), "{hook}");
+}
