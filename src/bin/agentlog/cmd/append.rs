@@ -104,6 +104,10 @@ fn create_missing(ctx: &Ctx, id: &str) -> Result<Target> {
             }
             Err(e) => return Err(ctx.error("cannot create a session in store", e)),
         }
+    } else {
+        // Another process may be creating it: its log can be there before its session.json
+        // (opening it then said the metadata file is missing). Returns at once when it is there.
+        wait_created(&target.dir);
     }
     Ok(target)
 }
