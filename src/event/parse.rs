@@ -271,34 +271,11 @@ impl<'a> Parser<'a, '_> {
             }
             let key_pos = self.pos;
             let key = self.string()?;
+            // Leniently, a repeated name: the earlier member takes the value that follows.
+            let mut repeat = None;
             if let Some(l) = self.lenient.as_deref_mut() {
-                // A repeated name: the earlier member takes the value that follows.
-                if let Some(i) = members.iter().position(|m| same_name(&m.key, &key)) {
-                    l.repeated_names += 1;
-                    self.skip_ws();
-                    if self.peek() != Some(b':') {
-                        return Err(self.unexpected("':'"));
-                    }
-                    self.pos += 1;
-                    self.skip_ws();
-                    let value = self.value()?;
-                    if let Some(m) = members.get_mut(i) {
-                        m.value = value;
-                    }
-                    self.skip_ws();
-                    match self.peek() {
-                        Some(b',') => {
-                            self.pos += 1;
-                            continue;
-                        }
-                        Some(b'}') => {
-                            self.pos += 1;
-                            self.depth -= 1;
-                            return Ok(RawKind::Object(members));
-                        }
-                        _ => return Err(self.unexpected("',' or '}'")),
-                    }
-                }
+                repeat = members.iter().position(|m| same_name(&m.key, &key));
+                l.repeated_names += usize::from(repeat.is_some());
             } else if members.len() < LINEAR_DUPLICATE_CHECK {
                 if members.iter().any(|m| same_name(&m.key, &key)) {
                     return Err(duplicate(key_pos, key));
@@ -316,7 +293,10 @@ impl<'a> Parser<'a, '_> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value()?;
-            members.push(RawMember { key, value });
+            match repeat.and_then(|i| members.get_mut(i)) {
+                Some(m) => m.value = value,
+                None => members.push(RawMember { key, value }),
+            }
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
