@@ -503,7 +503,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
             st.pending.calls.push((id, name, args));
             st.pending.held.extend(b.take_carry());
         }
-        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+        t if is_output(t) => {
             let id = get_str(p, "call_id").unwrap_or("");
             let output = get(p, "output");
             let (content, is_error) = output_content(output, p);
@@ -716,10 +716,15 @@ fn counts_or_output(kind: &str, payload: &Value) -> bool {
     let t = get_str(payload, "type");
     match kind {
         "event_msg" => t == Some("token_count"),
-        "response_item" => matches!(
-            t,
-            Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output")
-        ),
+        "response_item" => t.is_some_and(is_output),
         _ => false,
     }
+}
+
+/// Whether a `response_item` type is a tool's output.
+fn is_output(t: &str) -> bool {
+    matches!(
+        t,
+        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output"
+    )
 }
