@@ -31,3 +31,14 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir)
 }
+
+/// Creates `dir` (its parents as [`create_private_dir`]) with mode 0700, failing with
+/// `AlreadyExists` when it is there: of processes creating the same directory at once, exactly
+/// one succeeds, which makes it a claim.
+pub(crate) fn create_private_dir_new(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir(parent)?;
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
+}

@@ -135,10 +135,15 @@ impl Session {
             r.redact_meta(&mut meta);
         }
         validate_id(&meta.id)?;
-        if dir.exists() {
-            return Err(Error::Exists(meta.id.clone()));
+        // Creating the folder claims the id: of two creates at once, the one that finds the
+        // folder there is told the session exists (a check before creating it let both pass).
+        match crate::util::create_private_dir_new(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::Exists(meta.id.clone()))
+            }
+            Err(e) => return Err(Error::io("create directory", &dir, e)),
         }
-        super::create_private_dir(&dir)?;
         // The log first: a session whose session.json exists always has a segment, so a
         // session without one has lost it.
         let log = Log::open(&dir, options.log_options(true))?;

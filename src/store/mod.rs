@@ -240,7 +240,9 @@ impl Store {
         }
     }
 
-    /// Creates a new session.
+    /// Creates a new session. [`Error::Exists`] when the id is taken, also when another
+    /// thread or process creates it at the same moment: of creates of one id, exactly one
+    /// succeeds.
     pub fn create(&self, new: NewSession) -> Result<Session> {
         let id = match new.id {
             Some(id) => id,

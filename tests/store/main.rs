@@ -3,6 +3,7 @@
 //! See `tests/README.md`.
 
 mod cold_store;
+mod create_race;
 mod errors;
 mod fork;
 mod search;
