@@ -139,15 +139,16 @@ struct State {
     deferred: Vec<Deferred>,
 }
 
-/// A tool output waiting for the model output it answers ([`State::deferred`]).
+/// A line waiting, with the tool outputs before it, for the model output they answer
+/// ([`State::deferred`]): a tool output, or an `event_msg` that only mirrors what happened
+/// (kept in its place among them).
 struct Deferred {
-    /// Its line's raw text, for its `tool/result`.
+    /// Its line's raw text (for its `tool/result`, or its `import/line`).
     carry: Vec<(u64, Value)>,
     time: i64,
-    id: String,
-    content: String,
-    is_error: bool,
-    /// `response_item/<type>`.
+    /// A tool output's call id, content and error flag.
+    result: Option<(String, String, bool)>,
+    /// `response_item/<type>` or `event_msg/<type>`.
     kind: String,
 }
 
@@ -201,9 +202,21 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         } else {
             ("unknown", v)
         };
-        // Tool outputs wait for their response's token count only while nothing else comes.
+        // Tool outputs wait for their response's token count while only other outputs and
+        // lines that change nothing come (those wait with them, in their order).
         if !st.deferred.is_empty() && !counts_or_output(kind, payload) {
-            flush(b, &mut st);
+            match mirror(kind, payload) {
+                Some(t) => {
+                    st.deferred.push(Deferred {
+                        carry: b.take_carry(),
+                        time: b.time,
+                        result: None,
+                        kind: format!("event_msg/{t}"),
+                    });
+                    continue;
+                }
+                None => flush(b, &mut st),
+            }
         }
         match kind {
             "session_meta" => {
@@ -513,9 +526,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                 st.deferred.push(Deferred {
                     carry: b.take_carry(),
                     time: b.time,
-                    id: id.to_owned(),
-                    content,
-                    is_error,
+                    result: Some((id.to_owned(), content, is_error)),
                     kind: format!("response_item/{t}"),
                 });
                 return;
@@ -701,8 +712,10 @@ fn write_deferred(b: &mut Builder<'_>, st: &mut State) {
     for d in std::mem::take(&mut st.deferred) {
         b.give_carry(d.carry);
         b.time = d.time;
-        if !b.result(&d.id, &d.content, d.is_error, None) {
-            b.end_line("orphan_tool_output");
+        if let Some((id, content, is_error)) = &d.result {
+            if !b.result(id, content, *is_error, None) {
+                b.end_line("orphan_tool_output");
+            }
         }
         b.end_line(&d.kind);
     }
@@ -720,6 +733,25 @@ fn counts_or_output(kind: &str, payload: &Value) -> bool {
         _ => false,
     }
 }
+
+/// The type of an `event_msg` this importer keeps as an `import/line` and nothing else (a
+/// mirror of an item, a tool's begin or end, reasoning text): `None` for other lines.
+fn mirror<'a>(kind: &str, payload: &'a Value) -> Option<&'a str> {
+    let t = get_str(payload, "type")?;
+    (kind == "event_msg" && !ACTED_ON.contains(&t)).then_some(t)
+}
+
+/// The `event_msg` types whose lines do more than keep their text ([`build`]'s match).
+const ACTED_ON: [&str; 8] = [
+    "user_message",
+    "task_started",
+    "task_complete",
+    "turn_aborted",
+    "token_count",
+    "thread_rolled_back",
+    "error",
+    "stream_error",
+];
 
 /// Whether a `response_item` type is a tool's output.
 fn is_output(t: &str) -> bool {

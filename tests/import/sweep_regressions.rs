@@ -247,3 +247,58 @@ fn a_claude_code_hook_block_message_is_not_a_prompt() {
         .unwrap();
     assert!(hook.contains(r#""kind":"context""#), "{hook}");
 }
+
+/// Lines that only mirror what happened (`exec_command_end`, `patch_apply_end`,
+/// `agent_reasoning`, …) between a response's tool outputs and its `token_count` ended the wait
+/// for the count: the response got the next one's tokens, and the last one's were lost. They
+/// now wait with the outputs, and keep their place in the file's order.
+#[test]
+fn codex_mirror_lines_between_the_outputs_and_the_count_keep_the_count_with_its_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-r02.jsonl",
+        &[
+            r#"{"timestamp":"2026-04-30T10:00:00.000Z","type":"session_meta","payload":{"id":"r02","cwd":"/p","cli_version":"0.118.0"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix it"}]}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:04.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"c1","arguments":"{\"cmd\":\"ls\"}"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a.txt"}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.010Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c1","exit_code":0}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.020Z","type":"event_msg","payload":{"type":"patch_apply_end","call_id":"p1","success":true}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:05.100Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5000,"cached_input_tokens":3000,"output_tokens":200,"reasoning_output_tokens":50,"total_tokens":5200}}}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:06.100Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":6000,"cached_input_tokens":3500,"output_tokens":260,"reasoning_output_tokens":60,"total_tokens":6260}}}}"#,
+            r#"{"timestamp":"2026-04-30T10:00:07.000Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":null}}"#,
+        ],
+        Some(Format::Codex),
+    );
+    assert_eq!(
+        usages(&store, "codex-r02"),
+        [(2000, 200, 3000, 50), (500, 60, 500, 10)]
+    );
+    // Every line keeps its place: the mirrors after the output, before the count.
+    let order: Vec<String> = lines_of(&store, "codex-r02")
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            match v["type"].as_str().unwrap() {
+                "import/line" => format!("line {}", v["data"]["kind"].as_str().unwrap_or("?")),
+                t => t.to_owned(),
+            }
+        })
+        .skip_while(|t| t != "tool/call")
+        .take(6)
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "tool/call",
+            "tool/result",
+            "line event_msg/exec_command_end",
+            "line event_msg/patch_apply_end",
+            "line event_msg/token_count",
+            "step/end",
+        ],
+    );
+}
