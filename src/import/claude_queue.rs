@@ -60,17 +60,19 @@ impl Queue {
                 }
                 None
             }
+            // A slash command leaves the queue to run as a command once the turn ends (a
+            // `<command-name>` user line records it then): the model never receives its text.
             "remove" => match content {
                 Some(c) => {
                     self.forget(c);
-                    Some(c.to_owned())
+                    (!is_slash_command(c)).then(|| c.to_owned())
                 }
                 // Without its text: the oldest message the user typed. A background task's
                 // notification waits in the same queue but reaches the model later as a user
                 // line of its own, never taken in by a running turn.
                 None => {
                     let i = self.waiting.iter().position(|w| !is_notification(w))?;
-                    Some(self.waiting.remove(i))
+                    Some(self.waiting.remove(i)).filter(|t| !is_slash_command(t))
                 }
             },
             "dequeue" => {
@@ -125,6 +127,20 @@ fn is_notification(text: &str) -> bool {
     text.trim_start().starts_with("<task-notification>")
 }
 
+/// A slash command (`/model`, `/compact keep the tests`): a `/`, a name of letters, digits,
+/// `-`, `_` or `:` starting with a letter, then the end or a space. A path (`/tmp/x`) is not.
+fn is_slash_command(text: &str) -> bool {
+    let Some(rest) = text.trim().strip_prefix('/') else {
+        return false;
+    };
+    let name_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let name = &rest[..name_end];
+    name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +180,37 @@ mod tests {
             Some("new beads were added".into())
         );
         assert_eq!(op(&mut q, r#"{"operation":"remove"}"#), None);
+    }
+
+    #[test]
+    fn a_removed_slash_command_never_reaches_the_model() {
+        let mut q = Queue::default();
+        op(&mut q, r#"{"operation":"enqueue","content":"/model"}"#);
+        assert_eq!(op(&mut q, r#"{"operation":"remove"}"#), None);
+        op(
+            &mut q,
+            r#"{"operation":"enqueue","content":"/compact keep the tests"}"#,
+        );
+        assert_eq!(
+            op(
+                &mut q,
+                r#"{"operation":"remove","content":"/compact keep the tests"}"#
+            ),
+            None
+        );
+        // A path is text the user typed, not a command.
+        op(
+            &mut q,
+            r#"{"operation":"enqueue","content":"/tmp/x fails"}"#,
+        );
+        assert_eq!(
+            op(&mut q, r#"{"operation":"remove"}"#),
+            Some("/tmp/x fails".into())
+        );
+        assert_eq!(q.to_value(), None);
+        assert!(!is_slash_command("/"));
+        assert!(!is_slash_command("/9lives"));
+        assert!(is_slash_command(" /mcp:tool-name arg"));
     }
 
     #[test]

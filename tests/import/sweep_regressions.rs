@@ -302,3 +302,53 @@ fn codex_mirror_lines_between_the_outputs_and_the_count_keep_the_count_with_its_
         ],
     );
 }
+
+/// A slash command the user queued while the agent worked (`enqueue "/model"`, then `remove`)
+/// became a queued user message in the middle of the turn, as if the model had received the
+/// text "/model". Claude Code runs it as a command once the turn ends (the `<command-name>` line
+/// after it): it is kept as the queue's lines only.
+#[test]
+fn a_queued_slash_command_is_not_a_message_to_the_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "queued-command.jsonl",
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"user","message":{"role":"user","content":"print shadowBranch only if hasShadowBranch"},"uuid":"u1","timestamp":"2026-02-03T03:30:49.829Z"}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"assistant","message":{"id":"msg_A","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"I'll edit it."}],"usage":{"input_tokens":8,"output_tokens":2}},"uuid":"a1","timestamp":"2026-02-03T03:31:20.000Z"}"#,
+            r#"{"type":"queue-operation","operation":"enqueue","timestamp":"2026-02-03T03:31:24.753Z","sessionId":"s1","content":"/model"}"#,
+            r#"{"parentUuid":"a1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"assistant","message":{"id":"msg_A","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"tool_use","id":"toolu_E","name":"Edit","input":{"file_path":"/w/a.go","old_string":"a","new_string":"b"}}],"usage":{"input_tokens":8,"output_tokens":90}},"uuid":"a2","timestamp":"2026-02-03T03:31:27.000Z"}"#,
+            r#"{"type":"queue-operation","operation":"remove","timestamp":"2026-02-03T03:31:28.161Z","sessionId":"s1"}"#,
+            r#"{"parentUuid":"a2","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_E","type":"tool_result","content":"updated"}]},"uuid":"u2","timestamp":"2026-02-03T03:31:28.037Z"}"#,
+            r#"{"parentUuid":"u2","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"assistant","message":{"id":"msg_B","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":3,"output_tokens":2}},"uuid":"a3","timestamp":"2026-02-03T03:31:40.000Z"}"#,
+            r#"{"parentUuid":"a3","isSidechain":false,"type":"system","subtype":"turn_duration","durationMs":50000,"timestamp":"2026-02-03T03:31:43.167Z","uuid":"sys1","sessionId":"s1","version":"2.1.29"}"#,
+            r#"{"parentUuid":"sys1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"user","message":{"role":"user","content":"<command-name>/model</command-name>\n            <command-message>model</command-message>\n            <command-args></command-args>"},"uuid":"u3","timestamp":"2026-02-03T03:32:07.366Z"}"#,
+            r#"{"parentUuid":"u3","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.29","type":"user","message":{"role":"user","content":"<local-command-stdout>Set model to Default (Opus 4.5)</local-command-stdout>"},"uuid":"u4","timestamp":"2026-02-03T03:32:07.367Z"}"#,
+        ],
+        Some(Format::ClaudeCode),
+    );
+    let id = store.ids(agentlog::store::Deleted::Skip).unwrap().remove(0);
+    let users: Vec<String> = lines_of(&store, &id)
+        .iter()
+        .filter(|l| l.contains("\"type\":\"user/message\""))
+        .cloned()
+        .collect();
+    assert_eq!(users.len(), 3, "{users:#?}");
+    assert!(
+        users.iter().all(|l| !l.contains("\"text\":\"/model\"")),
+        "{users:#?}"
+    );
+    // The turn's history holds the prompt, the call and its result, and the answer.
+    let view = store
+        .open_reader(&id)
+        .unwrap()
+        .messages()
+        .unwrap()
+        .to_value();
+    let text = view.to_string();
+    assert!(
+        text.contains("print shadowBranch only if hasShadowBranch"),
+        "{text}"
+    );
+    assert!(!text.contains("\"/model\""), "{text}");
+}
