@@ -77,6 +77,20 @@ pub(crate) fn rebuild_plain(
     Ok((out, cold.index_header(&plain_header), damaged))
 }
 
+/// The plain bytes of the cold segment file at `path`, whatever it is named (a copy in
+/// `damaged/`): every block that decompresses at its offset, a damaged block's bytes zeros.
+/// `None` when the file is not a cold segment or its header, dictionary or block index is
+/// damaged (its bytes are then all there is to read).
+pub(crate) fn plain_of_any(path: &Path) -> Option<rkyv::util::AlignedVec<16>> {
+    let mut head = [0u8; HEADER_SIZE];
+    let mut file = File::open(path).ok()?;
+    std::io::Read::read_exact(&mut file, &mut head).ok()?;
+    let base_seq = ColdHeader::decode(&head).ok()?.base_seq;
+    rebuild_plain(path, base_seq)
+        .ok()
+        .map(|(bytes, _, _)| bytes)
+}
+
 /// The decoded header of a cold segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ColdHeader {

@@ -192,7 +192,9 @@ pub struct DamagedFinding {
 impl Store {
     /// Every match of `redactor`'s rules in the files of session `id`'s `damaged/` folder (what
     /// a salvage cut: the cut records, the valid events found after the damage, copies of
-    /// damaged files), scanned as bytes (docs/events.md §9). None when it has no such folder.
+    /// damaged files), scanned as bytes (docs/events.md §9); a compressed (cold) segment there
+    /// as the bytes of its records, every block that decompresses. None when it has no such
+    /// folder.
     /// `redact` does not rewrite these files: delete the folder once nothing in it is needed.
     pub fn scan_damaged(&self, id: &str, redactor: &Redactor) -> Result<Vec<DamagedFinding>> {
         let dir = self.existing_dir(id)?.join(log::DAMAGED_DIR);
@@ -215,19 +217,28 @@ impl Store {
         files.sort();
         let mut out = Vec::new();
         for file in files {
-            let bytes = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
+            let raw = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
+            // A compressed (cold) segment is scanned as the records it holds: its raw bytes
+            // are zstd frames, in which no secret shows.
+            let plain = log::cold::is_cold(&raw)
+                .then(|| log::cold::plain_of_any(&file))
+                .flatten();
+            let bytes: &[u8] = plain.as_deref().unwrap_or(&raw);
             let name = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let at = format!("{}/{name}", log::DAMAGED_DIR);
-            out.extend(redactor.scan_bytes(&bytes, &at).into_iter().map(|finding| {
-                DamagedFinding {
-                    session: id.to_string(),
-                    file: file.clone(),
-                    finding,
-                }
-            }));
+            out.extend(
+                redactor
+                    .scan_bytes(bytes, &at)
+                    .into_iter()
+                    .map(|finding| DamagedFinding {
+                        session: id.to_string(),
+                        file: file.clone(),
+                        finding,
+                    }),
+            );
         }
         Ok(out)
     }

@@ -651,3 +651,69 @@ fn secrets_scans_the_damaged_folder() {
     std::fs::remove_dir_all(&damaged).unwrap();
     cli.run(&["secrets", "s"]).ok();
 }
+
+/// A salvage of an archived (compressed) session moves the cold segments after the damage into
+/// `damaged/` as they are: `secrets` scanned their raw bytes, zstd frames in which a secret
+/// whose words came before (`--password=` the second time) shows without them, and called the
+/// session clean. A cold file there is now scanned as the records it holds.
+#[test]
+fn secrets_finds_the_keys_in_a_compressed_segment_in_the_damaged_folder() {
+    // Thirty passwords, each after words the segment held before.
+    let mut rng = Rng::new(7);
+    let secrets: Vec<Planted> = (0..30)
+        .map(|_| plant("password-assignment", &mut rng))
+        .collect();
+    let cli = Cli::new();
+    cli.run(&["create", "--id", "s"]).ok();
+    cli.run_with(
+        &["append", "s"],
+        session_lines(secrets.len(), &secrets, 20).as_bytes(),
+    )
+    .ok();
+    let live = cli.run(&["secrets", "s"]);
+    live.fails(1);
+    assert_eq!(
+        live.stdout.lines().count(),
+        secrets.len(),
+        "{}",
+        live.stdout
+    );
+    cli.run(&["archive", "s"]).ok();
+    let segment = std::fs::read_dir(cli.session_dir("s"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "seg"))
+        .unwrap();
+    let bytes = std::fs::read(&segment).unwrap();
+    assert_eq!(&bytes[..8], b"AGLOGCSG", "archive compressed the segment");
+
+    cli.run(&["create", "--id", "t"]).ok();
+    let damaged = cli.session_dir("t").join("damaged");
+    std::fs::create_dir(&damaged).unwrap();
+    let name = format!(
+        "{}.1765000000000",
+        segment.file_name().unwrap().to_string_lossy()
+    );
+    std::fs::write(damaged.join(&name), &bytes).unwrap();
+    let run = cli.run(&["secrets", "t", "--json"]);
+    run.fails(1);
+    let found: Vec<Value> = run.stdout.lines().map(|l| parse_json(l).unwrap()).collect();
+    assert_eq!(found.len(), secrets.len(), "{}", run.stdout);
+    for f in &found {
+        assert_eq!(
+            f.get("path").and_then(|p| p.as_str()),
+            Some(format!("damaged/{name}").as_str())
+        );
+        assert_eq!(
+            f.get("rule").and_then(|p| p.as_str()),
+            Some("password-assignment")
+        );
+    }
+
+    // A cold file whose header is damaged is scanned as its bytes, without an error.
+    let mut broken = bytes.clone();
+    broken[20] ^= 0xff;
+    std::fs::write(damaged.join(&name), &broken).unwrap();
+    let run = cli.run(&["secrets", "t"]);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+}
