@@ -92,7 +92,11 @@ pub static BUILTIN_RULES: &[BuiltinRule] = &[
     BuiltinRule {
         name: "private-key",
         set: "credentials",
-        pattern: r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
+        // Through the END line; a key cut short (`head -5 key.pem`) through its body only:
+        // the `Proc-Type:`/`DEK-Info:`/`Comment:` headers of an encrypted key and chunks of
+        // base64 (16 or more characters, or a last one ending in `=`), each after a line break
+        // (real, or escaped as `\n` in JSON text) or a space (a key flattened onto one line).
+        pattern: r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:(?:(?:\r?\n|\\r\\n|\\n)[ \t]*)+(?:Proc-Type|DEK-Info|Comment):[^\r\n\\]*|(?:(?:\r?\n|\\r\\n|\\n)[ \t]*|[ \t]+)+(?:[A-Za-z0-9+/=]{16,}|[A-Za-z0-9+/]+={1,2}))*)",
         check: Check::None,
     },
     BuiltinRule {

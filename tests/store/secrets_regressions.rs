@@ -400,3 +400,51 @@ fn split_secrets_in_argument_deltas_and_whole_ones_reported_once() {
         out[1]
     );
 }
+
+/// A private key without its END line (`head -5 key.pem`, a paste cut short) was redacted to
+/// the end of the string: the rest of a tool's output, an answer's text after it, all gone.
+/// Such a key is now redacted through the lines of its body only.
+#[test]
+fn a_private_key_cut_short_is_redacted_through_its_body_only() {
+    let r = all();
+    let body = [
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+        "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK",
+        "LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo",
+        "9z+40RQzuVaE8AkAFmxZzow3x+VJYKdjykkJ0iT9wCS0DRTXu269V264Vf/3jvre",
+        "8Q==",
+    ];
+    let key = |sep: &str| format!("-----BEGIN RSA PRIVATE KEY-----{sep}{}", body.join(sep));
+    for (text, after) in [
+        (
+            format!("$ head -5 id_rsa\n{}\n$ echo done\ndone", key("\n")),
+            "\n$ echo done\ndone",
+        ),
+        (
+            format!(r#"{{"output":"{}\n\nThe file is cut here."}}"#, key("\\n")),
+            r#"\n\nThe file is cut here."}"#,
+        ),
+        (
+            format!("{} and that is all I have.", key(" ")),
+            " and that is all I have.",
+        ),
+        (
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nwhat follows is prose".to_string(),
+            "\nwhat follows is prose",
+        ),
+    ] {
+        let out = redacted(&r, &text);
+        for line in body {
+            assert!(!out.contains(line), "{line} kept in {out}");
+        }
+        assert!(!out.contains("3F17F5316E2BAC89"), "{out}");
+        assert!(out.contains("[REDACTED:private-key]"), "{out}");
+        assert!(out.ends_with(after), "the text after the key kept: {out:?}");
+    }
+    // With its END line the key is redacted through it, whatever the lines hold.
+    let whole = format!(
+        "{}\n-----END RSA PRIVATE KEY-----\nafter",
+        key("\n").replace("8Q==", "8Q== a line with spaces")
+    );
+    assert_eq!(redacted(&r, &whole), "[REDACTED:private-key]\nafter");
+}
