@@ -146,11 +146,23 @@ impl Session {
         }
         // The log first: a session whose session.json exists always has a segment, so a
         // session without one has lost it.
-        let log = Log::open(&dir, options.log_options(true))?;
-        // What rebuilding session.json needs, beside the log, once, before session.json: a
-        // crash between the two leaves a session whose session.json can be rebuilt.
-        meta.write_logmeta(&dir, log.reader().log_id())?;
-        meta.save(&dir)?;
+        let made = (|| -> Result<Log> {
+            let log = Log::open(&dir, options.log_options(true))?;
+            // What rebuilding session.json needs, beside the log, once, before session.json:
+            // a crash between the two leaves a session whose session.json can be rebuilt.
+            meta.write_logmeta(&dir, log.reader().log_id())?;
+            meta.save(&dir)?;
+            Ok(log)
+        })();
+        let log = match made {
+            Ok(log) => log,
+            Err(e) => {
+                // Nothing of the session is written yet: the folder this create claimed goes,
+                // so that the id is free again (a retry is not told the session exists).
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
         let mut lifecycle = Lifecycle::new();
         // The calls of closed turns are read from the log when needed, not kept.
         lifecycle.read_past_calls_from(log.reader(), true);

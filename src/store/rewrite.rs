@@ -219,7 +219,8 @@ impl Store {
         for file in files {
             let raw = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
             // A compressed (cold) segment is scanned as the records it holds: its raw bytes
-            // are zstd frames, in which no secret shows.
+            // are zstd frames, in which a secret whose words came earlier in its block shows
+            // without them.
             let plain = log::cold::is_cold(&raw)
                 .then(|| log::cold::plain_of_any(&file))
                 .flatten();

@@ -43,3 +43,24 @@ fn of_two_creates_of_one_id_exactly_one_wins_and_the_other_is_told_it_exists() {
         session.close().unwrap();
     }
 }
+
+/// A create that failed after making the session's folder (options the log refuses) left the
+/// folder behind: the id stayed taken, and a retry with good options was told the session
+/// exists. The folder of a failed create is removed.
+#[test]
+fn a_failed_create_leaves_the_id_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut bad = NewSession::default().id("s");
+    bad.durability = Some(agentlog::log::Durability::Periodic(
+        std::time::Duration::ZERO,
+    ));
+    let err = store.create(bad).unwrap_err();
+    assert!(
+        matches!(err, Error::Log(agentlog::log::Error::InvalidOptions(_))),
+        "{err:?}"
+    );
+    assert!(!dir.path().join("sessions").join("s").exists());
+    let s = store.create(NewSession::default().id("s")).unwrap();
+    assert_eq!(s.id(), "s");
+}
