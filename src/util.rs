@@ -42,3 +42,46 @@ pub(crate) fn create_private_dir_new(dir: &Path) -> std::io::Result<()> {
     }
     std::fs::DirBuilder::new().mode(0o700).create(dir)
 }
+
+/// Renames `from` to `to`, failing with `AlreadyExists` when `to` is there (`rename(2)` alone
+/// replaces an empty directory, such as one another process just made to claim the name). On a
+/// file system without `RENAME_NOREPLACE` it checks first, then renames.
+pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
+            if std::fs::symlink_metadata(to).is_ok() {
+                return Err(std::io::ErrorKind::AlreadyExists.into());
+            }
+            std::fs::rename(from, to)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rename(2)` replaces an empty directory: the folder a `create` just made to claim an
+    /// id would be taken over by a fork or import renamed onto it.
+    #[test]
+    fn rename_noreplace_refuses_an_empty_directory_that_rename_would_replace() {
+        let Ok(tmp) = tempfile::tempdir() else {
+            panic!("a temporary directory")
+        };
+        let (built, claimed) = (tmp.path().join("built"), tmp.path().join("claimed"));
+        for d in [&built, &claimed] {
+            assert!(std::fs::create_dir(d).is_ok());
+        }
+        assert!(std::fs::write(built.join("session.json"), "{}").is_ok());
+        let err = rename_noreplace(&built, &claimed).err().map(|e| e.kind());
+        assert_eq!(err, Some(std::io::ErrorKind::AlreadyExists));
+        assert!(built.join("session.json").exists() && !claimed.join("session.json").exists());
+        // What a plain rename does, and this one where nothing is in the way.
+        assert!(std::fs::rename(&built, &claimed).is_ok());
+        assert!(rename_noreplace(&claimed, &tmp.path().join("free")).is_ok());
+        assert!(tmp.path().join("free").join("session.json").exists());
+    }
+}

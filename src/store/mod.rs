@@ -185,6 +185,19 @@ pub struct Store {
     subscribers: Subscribers<StoreNotice>,
 }
 
+/// Whether the existing folder `dir` is a session's, given a moment to become one: a `create`
+/// of the same id makes the folder first and its log and `session.json` a moment later, and
+/// that is a session that exists, not a stray folder.
+fn becomes_session_dir(dir: &Path) -> Result<bool> {
+    for _ in 0..20 {
+        if is_session_dir(dir)? {
+            return Ok(true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    is_session_dir(dir)
+}
+
 impl Store {
     /// Opens the store in `root`, creating its folders (mode 0700) when missing, and reads its
     /// `agentlog.toml`.
@@ -275,7 +288,7 @@ impl Store {
         build: impl FnOnce(&Path) -> Result<T>,
     ) -> Result<T> {
         let dir = self.session_dir(id)?;
-        if dir.exists() && !is_session_dir(&dir)? {
+        if dir.exists() && !becomes_session_dir(&dir)? {
             return Err(Error::BadFile {
                 path: dir,
                 reason: "a folder of that name is in the store and is not a session (it holds no \
@@ -321,10 +334,16 @@ impl Store {
             let _ = std::fs::remove_dir_all(&temp);
             return Err(Error::Exists(id.to_string()));
         }
-        std::fs::rename(&temp, dir).map_err(|e| {
+        // Never onto a folder that appeared meanwhile (a `create` of the same id claims its
+        // folder by making it, empty at first, which a plain rename would replace).
+        if let Err(e) = crate::util::rename_noreplace(&temp, dir) {
             let _ = std::fs::remove_dir_all(&temp);
-            Error::io("rename", &temp, e)
-        })?;
+            return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::Exists(id.to_string())
+            } else {
+                Error::io("rename", &temp, e)
+            });
+        }
         Ok(value)
     }
 
