@@ -118,6 +118,9 @@ struct HeldQueued {
     blocks: Vec<String>,
     envelope: String,
     held: HeldLine,
+    /// The text the queue's operations name it by, when a `remove` made it: the attachment
+    /// that records the same message later gives it its blocks (images too) and envelope.
+    removed: Option<String>,
 }
 
 /// A source line held back until the response it came during is written: its raw text (the
@@ -433,6 +436,7 @@ pub(crate) fn build(
                                 blocks: vec![text_block(&text)],
                                 envelope: QUEUED_ENVELOPE.to_owned(),
                                 held: HeldLine::take(b),
+                                removed: Some(text),
                             });
                         }
                     }
@@ -449,6 +453,7 @@ pub(crate) fn build(
                             blocks,
                             envelope,
                             held: HeldLine::take(b),
+                            removed: None,
                         }),
                         None => {
                             b.user(&blocks, &envelope);
@@ -456,7 +461,22 @@ pub(crate) fn build(
                         }
                     }
                 }
-                Some(_) => b.end_line(QUEUED_KIND),
+                // The `remove` before it made the message, from its text alone: while that
+                // message still waits for its response, it takes the attachment's blocks (the
+                // images pasted with the text) and envelope.
+                Some((blocks, envelope, text)) => {
+                    let held = st.pending.as_mut().and_then(|p| {
+                        p.queued
+                            .iter_mut()
+                            .find(|q| q.removed.as_deref() == Some(text.as_str()))
+                    });
+                    if let Some(q) = held {
+                        q.blocks = blocks;
+                        q.envelope = envelope;
+                        q.removed = None;
+                    }
+                    b.end_line(QUEUED_KIND)
+                }
                 None => b.end_line("attachment"),
             },
             "progress" => {

@@ -352,3 +352,50 @@ fn a_queued_slash_command_is_not_a_message_to_the_model() {
     );
     assert!(!text.contains("\"/model\""), "{text}");
 }
+
+/// Claude Code 2.1.2xx writes a message queued mid-turn as a `queue-operation` `remove`, then
+/// its `queued_command` attachment, whose prompt holds the images pasted with the text. The
+/// `remove` made the message from its text alone and the attachment, the same message, made
+/// nothing: the images the model received were not in the log (a real file lost five).
+#[test]
+fn a_queued_message_removed_before_its_attachment_keeps_the_attachments_images() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "55555555-5555-5555-5555-555555555555.jsonl",
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/w","sessionId":"55555555-5555-5555-5555-555555555555","version":"2.1.220","gitBranch":"main","type":"user","uuid":"u1","timestamp":"2026-07-30T18:15:00.000Z","message":{"role":"user","content":"check the favourites page"}}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/w","sessionId":"55555555-5555-5555-5555-555555555555","version":"2.1.220","gitBranch":"main","type":"assistant","uuid":"a1","timestamp":"2026-07-30T18:15:10.000Z","message":{"model":"claude-opus-5","id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"/w/page.tsx"}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":20}}}"#,
+            r#"{"type":"queue-operation","operation":"enqueue","timestamp":"2026-07-30T18:15:45.558Z","sessionId":"55555555-5555-5555-5555-555555555555","content":"[Image #2] like this"}"#,
+            r#"{"parentUuid":"a1","isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/w","sessionId":"55555555-5555-5555-5555-555555555555","version":"2.1.220","gitBranch":"main","type":"user","uuid":"r1","timestamp":"2026-07-30T18:16:00.000Z","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"export default function Page() {}"}]},"toolUseResult":{"type":"text"}}"#,
+            r#"{"type":"queue-operation","operation":"remove","timestamp":"2026-07-30T18:16:18.637Z","sessionId":"55555555-5555-5555-5555-555555555555","content":"[Image #2] like this"}"#,
+            r#"{"parentUuid":"r1","isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/w","sessionId":"55555555-5555-5555-5555-555555555555","version":"2.1.220","gitBranch":"main","type":"attachment","uuid":"q1","timestamp":"2026-07-30T18:15:45.558Z","attachment":{"type":"queued_command","prompt":[{"type":"text","text":"[Image #2] like this"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}],"imagePasteIds":[2],"commandMode":"prompt","origin":{"kind":"human"},"timestamp":"2026-07-30T18:15:45.558Z"}}"#,
+            r#"{"parentUuid":"q1","isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/w","sessionId":"55555555-5555-5555-5555-555555555555","version":"2.1.220","gitBranch":"main","type":"assistant","uuid":"a2","timestamp":"2026-07-30T18:16:30.000Z","message":{"model":"claude-opus-5","id":"msg_2","type":"message","role":"assistant","content":[{"type":"text","text":"Image received, thanks."}],"stop_reason":"end_turn","usage":{"input_tokens":30,"output_tokens":8}}}"#,
+            r#"{"parentUuid":"a2","isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/w","sessionId":"55555555-5555-5555-5555-555555555555","version":"2.1.220","gitBranch":"main","type":"system","subtype":"turn_duration","uuid":"t1","timestamp":"2026-07-30T18:16:31.000Z","durationMs":91000}"#,
+        ],
+        Some(Format::ClaudeCode),
+    );
+    let id = "claude-55555555-5555-5555-5555-555555555555";
+    let queued: Vec<serde_json::Value> = lines_of(&store, id)
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "user/message" && v["data"]["envelope"]["kind"] == "queued")
+        .collect();
+    assert_eq!(queued.len(), 1, "{queued:#?}");
+    let content = &queued[0]["data"]["content"];
+    assert_eq!(content[0]["text"], "[Image #2] like this", "{content}");
+    assert_eq!(content[1]["type"], "image", "{content}");
+    assert_eq!(
+        queued[0]["data"]["envelope"]["commandMode"], "prompt",
+        "{queued:#?}"
+    );
+    // The model saw it after the call's result, before the answer.
+    let messages = store.open_reader(id).unwrap().derive_messages().unwrap();
+    let texts: Vec<String> = messages.iter().map(|m| m.to_value().to_string()).collect();
+    assert_eq!(texts.len(), 5, "{texts:#?}");
+    assert!(texts[2].contains("tool_result"), "{texts:#?}");
+    assert!(
+        texts[3].contains(r#""type":"image""#) && texts[3].contains("like this"),
+        "{texts:#?}"
+    );
+}
