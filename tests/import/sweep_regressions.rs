@@ -390,7 +390,7 @@ fn a_queued_message_removed_before_its_attachment_keeps_the_attachments_images()
         "{queued:#?}"
     );
     // The model saw it after the call's result, before the answer.
-    let messages = store.open_reader(id).unwrap().derive_messages().unwrap();
+    let messages = store.open_reader(id).unwrap().messages().unwrap();
     let texts: Vec<String> = messages.iter().map(|m| m.to_value().to_string()).collect();
     assert_eq!(texts.len(), 5, "{texts:#?}");
     assert!(texts[2].contains("tool_result"), "{texts:#?}");
