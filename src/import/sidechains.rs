@@ -53,10 +53,7 @@ impl Sidechains<'_> {
                 value: l.value.clone(),
             })
             .collect();
-        let mut id = format!("{}-sidechains", self.main);
-        if id.len() > 128 {
-            id.truncate(128);
-        }
+        let id = sidechains_id(self.main);
         let dir = store.session_dir(&id)?;
         let (session, created) = if dir.join(crate::session::META_FILE).is_file() {
             (store.open_session(&id)?, false)
@@ -140,4 +137,16 @@ impl Sidechains<'_> {
         }
         Value::Object(m)
     }
+}
+
+/// The id of the sidechains session of main session `main`: `<main>-sidechains`, the main id
+/// cut so that the whole fits in 128 characters (cutting the suffix instead could make it the
+/// main id itself).
+pub(crate) fn sidechains_id(main: &str) -> String {
+    const SUFFIX: &str = "-sidechains";
+    let keep = main
+        .char_indices()
+        .nth(128 - SUFFIX.len())
+        .map_or(main.len(), |(i, _)| i);
+    format!("{}{SUFFIX}", &main[..keep])
 }

@@ -399,3 +399,56 @@ fn a_queued_message_removed_before_its_attachment_keeps_the_attachments_images()
         "{texts:#?}"
     );
 }
+
+/// A file whose name makes a main id of 118 characters or more: `<main id>-sidechains` was
+/// cut at 128 characters, down to the main id itself for a 128-character one. The subagent's
+/// lines went into the main session (the model's view held the subagent's conversation), its
+/// `session.json` named it its own sidechains session, and a second import failed.
+#[test]
+fn a_long_main_id_keeps_its_sidechains_session_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = format!("{}.jsonl", "s".repeat(125));
+    let store = import_lines(
+        tmp.path(),
+        &name,
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"44444444-4444-4444-4444-444444444444","version":"1.0.98","type":"user","uuid":"u1","timestamp":"2025-09-01T10:00:00.000Z","message":{"role":"user","content":"main prompt"}}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"44444444-4444-4444-4444-444444444444","version":"1.0.98","type":"assistant","uuid":"a1","timestamp":"2025-09-01T10:00:01.000Z","message":{"id":"msg_m1","type":"message","role":"assistant","model":"claude-sonnet-4","content":[{"type":"text","text":"main answer"}],"usage":{"input_tokens":10,"output_tokens":5}}}"#,
+            r#"{"parentUuid":null,"isSidechain":true,"userType":"external","cwd":"/w","sessionId":"44444444-4444-4444-4444-444444444444","version":"1.0.98","type":"user","uuid":"s1","timestamp":"2025-09-01T10:00:02.000Z","message":{"role":"user","content":"sub prompt"}}"#,
+            r#"{"parentUuid":"s1","isSidechain":true,"userType":"external","cwd":"/w","sessionId":"44444444-4444-4444-4444-444444444444","version":"1.0.98","type":"assistant","uuid":"s2","timestamp":"2025-09-01T10:00:03.000Z","message":{"id":"msg_s1","type":"message","role":"assistant","model":"claude-haiku","content":[{"type":"text","text":"sub answer"}],"usage":{"input_tokens":3,"output_tokens":1}}}"#,
+        ],
+        Some(Format::ClaudeCode),
+    );
+    let main = format!("claude-{}", "s".repeat(121));
+    let side = format!("claude-{}-sidechains", "s".repeat(110));
+    assert_eq!(side.len(), 128);
+    let mut ids = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect::<Vec<_>>();
+    ids.sort();
+    assert_eq!(ids, [side.clone(), main.clone()]);
+    let texts: Vec<String> = store
+        .open_reader(&main)
+        .unwrap()
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| m.to_value().to_string())
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:#?}");
+    assert!(texts.iter().all(|t| !t.contains("sub ")), "{texts:#?}");
+    assert_eq!(
+        store.info(&side).unwrap().parent_session.as_deref(),
+        Some(main.as_str())
+    );
+    // A second import changes nothing.
+    let options = Options {
+        format: Some(Format::ClaudeCode),
+        ..Options::default()
+    };
+    let summary = import_paths(&store, &[tmp.path().join(&name)], &options, |_, _| {}).unwrap();
+    assert_eq!(summary.failed, 0, "{summary:?}");
+}
