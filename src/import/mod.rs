@@ -817,8 +817,17 @@ fn build_holding<'d>(
     }
 }
 
-/// Takes what `builder` built (`result`: its build's outcome), and its hold point.
-fn take_built(mut builder: Builder<'_>, result: Result<()>) -> (Built, HoldFrom) {
+/// Takes what `builder` built over `src` (`result`: its build's outcome), and its hold point:
+/// with `keep_open`, the earlier of its own and that of the inline sidechain lines it set
+/// aside (those can end inside a subagent's response too: held back with the main file's
+/// lines, the `-sidechains` session gets what the finished file gives).
+fn take_built(
+    mut builder: Builder<'_>,
+    result: Result<()>,
+    shown: &str,
+    path: &Path,
+    src: &[SrcLine<'_>],
+) -> (Built, HoldFrom) {
     let built = Built {
         drafts: std::mem::take(&mut builder.out),
         sidechains: std::mem::take(&mut builder.sidechain_lines),
@@ -826,7 +835,24 @@ fn take_built(mut builder: Builder<'_>, result: Result<()>) -> (Built, HoldFrom)
         resume: builder.resume_out.take(),
         result,
     };
-    (built, builder.hold)
+    let mut hold = builder.hold;
+    if builder.keep_open && !built.sidechains.is_empty() {
+        let lines = sidechains::lines_at(src, &built.sidechains);
+        let mut scratch = Summary::default();
+        let mut side = Builder::fresh(&mut scratch, shown.to_owned());
+        side.keep_raw = false;
+        side.keep_open = true;
+        if claude_code::build(&mut side, &lines, path, true).is_ok() {
+            let at = |i: Option<usize>| i.and_then(|i| built.sidechains.get(i).copied());
+            if let Some(i) = at(side.hold.maybe) {
+                hold.add(i, false);
+            }
+            if let Some(i) = at(side.hold.surely) {
+                hold.add(i, true);
+            }
+        }
+    }
+    (built, hold)
 }
 
 /// Runs the format's mapping over `src`.
@@ -1046,7 +1072,7 @@ fn new_session(
             builder.time = t;
         }
         let result = build_format(&mut builder, format, src, path);
-        take_built(builder, result)
+        take_built(builder, result, shown, path, src)
     });
     built.result?;
     let (drafts, sidechains) = (built.drafts, built.sidechains);
@@ -1118,7 +1144,7 @@ fn continue_session(
             }
         }
         let result = build_format(&mut builder, format, src, path);
-        take_built(builder, result)
+        take_built(builder, result, shown, path, src)
     });
     state.resume = resume_in;
     built.result?;

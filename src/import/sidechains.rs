@@ -44,15 +44,7 @@ impl Sidechains<'_> {
         if indexes.is_empty() && (self.keep_open || !self.left_open) {
             return Ok(self.left_open);
         }
-        let lines: Vec<SrcLine<'_>> = indexes
-            .iter()
-            .filter_map(|&i| src.get(i))
-            .map(|l| SrcLine {
-                n: l.n,
-                bytes: l.bytes,
-                value: l.value.clone(),
-            })
-            .collect();
+        let lines = lines_at(src, indexes);
         let id = sidechains_id(self.main);
         let dir = store.session_dir(&id)?;
         let (session, created) = if dir.join(crate::session::META_FILE).is_file() {
@@ -149,4 +141,18 @@ pub(crate) fn sidechains_id(main: &str) -> String {
         .nth(128 - SUFFIX.len())
         .map_or(main.len(), |(i, _)| i);
     format!("{}{SUFFIX}", &main[..keep])
+}
+
+/// The lines at `indexes` of `src` (the inline sidechain lines a build of the main file set
+/// aside), for a build of their own.
+pub(super) fn lines_at<'d>(src: &[SrcLine<'d>], indexes: &[usize]) -> Vec<SrcLine<'d>> {
+    indexes
+        .iter()
+        .filter_map(|&i| src.get(i))
+        .map(|l| SrcLine {
+            n: l.n,
+            bytes: l.bytes,
+            value: l.value.clone(),
+        })
+        .collect()
 }

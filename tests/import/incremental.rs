@@ -700,3 +700,27 @@ fn a_codex_rollback_leaves_the_turns_it_dropped_out_of_the_history() {
         "the export differs from the file"
     );
 }
+
+/// A subagent's response whose blocks a result of its own splits (Claude Code 2.x writes the
+/// result of its first call before its next block), at the end of a run that keeps the turn
+/// open: the main file's lines were held back, the inline sidechain lines were not, so the
+/// `-sidechains` session got two assistant messages where the finished file gives one. The
+/// sidechain lines' hold point now holds the file back too.
+#[test]
+fn a_subagent_response_cut_by_a_run_is_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"look around"},"uuid":"u1","timestamp":"2026-01-10T12:00:00.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"list the files"},"uuid":"f1","timestamp":"2026-01-10T12:00:01.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":"f1","isSidechain":true,"type":"assistant","message":{"id":"mf","role":"assistant","model":"c","content":[{"type":"tool_use","id":"tx","name":"Glob","input":{"pattern":"*"}}],"usage":{"input_tokens":5,"output_tokens":1}},"uuid":"f2","timestamp":"2026-01-10T12:00:02.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":"f2","isSidechain":true,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tx","content":"a.rs"}]},"uuid":"f3","timestamp":"2026-01-10T12:00:03.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":"f3","isSidechain":true,"type":"assistant","message":{"id":"mf","role":"assistant","model":"c","content":[{"type":"tool_use","id":"ty","name":"Read","input":{"file":"a.rs"}}],"usage":{"input_tokens":5,"output_tokens":9}},"uuid":"f4","timestamp":"2026-01-10T12:00:04.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":"f4","isSidechain":true,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"ty","content":"fn main() {}"}]},"uuid":"f5","timestamp":"2026-01-10T12:00:05.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":"f5","isSidechain":true,"type":"assistant","message":{"id":"mg","role":"assistant","model":"c","content":[{"type":"text","text":"One file, a.rs."}],"usage":{"input_tokens":9,"output_tokens":4}},"uuid":"f6","timestamp":"2026-01-10T12:00:06.000Z","sessionId":"s10","version":"2.1.38"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"There is a.rs."}],"usage":{"input_tokens":7,"output_tokens":3}},"uuid":"a1","timestamp":"2026-01-10T12:00:07.000Z","sessionId":"s10","version":"2.1.38"}"#,
+    ];
+    let full = (lines.join("\n") + "\n").into_bytes();
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir.path(), "s10.jsonl", &full, k);
+    }
+}
