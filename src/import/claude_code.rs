@@ -57,13 +57,16 @@ pub(crate) fn parent_session_of(path: &Path, first: Option<&Value>) -> Option<St
     None
 }
 
-/// A title for a new session: the text of a Claude Code `summary` line near the file's top
-/// whose `leafUuid` is a line of this file. A summary names the conversation that ends at its
+/// A title for a new session: the one Claude Code gave it ([`named_title`]), else the text of
+/// a Claude Code `summary` line near the file's top whose `leafUuid` is a line of this file. A summary names the conversation that ends at its
 /// leaf; Claude Code also writes, at the top of a session's file, summaries of conversations
 /// kept in other files (the one a resumed session came from), which are not this one's title.
 pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
     if format != Format::ClaudeCode {
         return None;
+    }
+    if let Some(t) = named_title(data) {
+        return Some(t);
     }
     for line in data.split(|&b| b == b'\n').take(64) {
         if !line.starts_with(br#"{"type":"summary""#) {
@@ -84,6 +87,35 @@ pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
         }
     }
     None
+}
+
+/// The title Claude Code gave the session in `data` (2.1.2xx): the last `custom-title` line's
+/// `customTitle` (the name the user gave it, `/rename`), else the last `ai-title` line's
+/// `aiTitle` (the one Claude Code made up).
+pub(crate) fn named_title(data: &[u8]) -> Option<String> {
+    last_title(data, "custom-title", "customTitle")
+        .or_else(|| last_title(data, "ai-title", "aiTitle"))
+}
+
+/// The `member` of the last line of type `kind` in `data` that has a non-empty one.
+fn last_title(data: &[u8], kind: &str, member: &str) -> Option<String> {
+    // Inside a JSON string the quotes are escaped: only a line's own members match.
+    let needle = format!("\"type\":\"{kind}\"");
+    let mut last = None;
+    for at in memchr::memmem::find_iter(data, needle.as_bytes()) {
+        let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |i| i + 1);
+        let end = memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |i| at + i);
+        let title = std::str::from_utf8(&data[start..end])
+            .ok()
+            .and_then(|t| crate::event::parse_json(t.trim_end()).ok())
+            .filter(|v| get_str(v, "type") == Some(kind))
+            .and_then(|v| get_str(&v, member).map(str::trim).map(str::to_owned))
+            .filter(|t| !t.is_empty());
+        if title.is_some() {
+            last = title;
+        }
+    }
+    last
 }
 
 /// How many `uuid`s of "Warmup" lines the import state keeps for the next run.

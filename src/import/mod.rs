@@ -1161,6 +1161,7 @@ fn continue_session(
     session.sync()?;
     lines.done(&mut state);
     save_state(session, &state)?;
+    retitle(session, format, data, &lines)?;
     summary.updated.push(id.to_owned());
     let side = Sidechains {
         main: id,
@@ -1176,6 +1177,28 @@ fn continue_session(
     }
     summary.bytes += lines.new_data.len() as u64;
     Ok(())
+}
+
+/// Gives `session` the title Claude Code gave it in the new `lines` of `data` (an `ai-title`
+/// or `custom-title` line: [`claude_code::named_title`]), unless the session's title is not the
+/// one the file gave before (set by hand: kept).
+fn retitle(session: &Session, format: Format, data: &[u8], lines: &NewLines<'_>) -> Result<()> {
+    if format != Format::ClaudeCode || claude_code::named_title(lines.new_data).is_none() {
+        return Ok(());
+    }
+    let end = lines.start + lines.new_data.len();
+    let (Some(before), Some(through)) = (data.get(..lines.start), data.get(..end)) else {
+        return Ok(());
+    };
+    let (old, new) = (
+        claude_code::title_hint(format, before),
+        claude_code::title_hint(format, through),
+    );
+    let current = session.meta().title.present().cloned();
+    if new == old || current != old {
+        return Ok(());
+    }
+    session.update_meta(|m| m.title = new.into())
 }
 
 fn save_state(session: &Session, state: &SourceState) -> Result<()> {
