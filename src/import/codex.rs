@@ -127,6 +127,10 @@ struct State {
     /// The texts of the `event_msg` `user_message` mirrors: a user message whose text is one of
     /// them is a typed prompt (files without mirrors fall back to the injected-text markers).
     prompts: std::collections::HashSet<String>,
+    /// Mirrors were seen, in this run or an earlier one: a user message without one is then
+    /// context even when this run's lines hold no mirror (a one-shot import of the file would
+    /// tell it so).
+    saw_mirrors: bool,
     /// The index of the line being built.
     line: usize,
     /// A `thread_rolled_back` not yet applied: the next typed prompt continues from this
@@ -169,19 +173,39 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         latest: Totals::from_saved(r("latest")),
         counted: Totals::from_saved(r("counted")),
         uncounted: Totals::from_saved(r("uncounted")),
-        prompts: std::collections::HashSet::new(),
+        // The mirrors an earlier run ended with, whose messages may be in these lines.
+        prompts: r("prompts")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        saw_mirrors: flag("sawMirrors"),
         line: 0,
         rollback: r("rollbackTo").map(Value::as_u64),
         deferred: Vec::new(),
     };
+    // The mirrors after the last user message of these lines: their messages may come in the
+    // next run's (at most MAX_CARRIED).
+    let mut trailing: Vec<String> = Vec::new();
     for line in lines {
         let Some(v) = &line.value else { continue };
         let Some(p) = get(v, "payload") else { continue };
         if get_str(v, "type") == Some("event_msg") && get_str(p, "type") == Some("user_message") {
             if let Some(m) = get_str(p, "message") {
                 st.prompts.insert(m.trim().to_owned());
+                trailing.push(m.trim().to_owned());
+                st.saw_mirrors = true;
             }
+        } else if get_str(p, "type") == Some("message") && get_str(p, "role") == Some("user") {
+            trailing.clear();
         }
+    }
+    if trailing.len() > MAX_CARRIED {
+        trailing.drain(..trailing.len() - MAX_CARRIED);
     }
     for (i, line) in lines.iter().enumerate() {
         st.line = i;
@@ -348,6 +372,13 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     if let Some(effort) = st.effort {
         let _ = m.push("effort", effort.into());
     }
+    if st.saw_mirrors {
+        let _ = m.push("sawMirrors", true.into());
+    }
+    if !trailing.is_empty() {
+        let texts = trailing.into_iter().map(Value::from).collect();
+        let _ = m.push("prompts", Value::Array(texts));
+    }
     let _ = m.push("sawTaskEvents", st.saw_task_events.into());
     let _ = m.push("turnHasPrompt", st.turn_has_prompt.into());
     let _ = m.push("afterOutput", st.after_output.into());
@@ -357,6 +388,10 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     b.resume_out = Some(Value::Object(m));
     Ok(())
 }
+
+/// The `user_message` mirror texts a run's resume state keeps at most for the next run (those
+/// after its last user message: a prompt or two).
+const MAX_CARRIED: usize = 8;
 
 /// Content items of a message as blocks: text items as text, anything else verbatim.
 fn blocks_of(content: Option<&Value>) -> Vec<String> {
@@ -425,7 +460,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                 "user" => {
                     flush(b, st);
                     let blocks = blocks_of(content);
-                    let typed = if st.prompts.is_empty() {
+                    let typed = if st.prompts.is_empty() && !st.saw_mirrors {
                         !is_injected(content)
                     } else {
                         texts_of(content).any(|t| st.prompts.contains(t.trim()))

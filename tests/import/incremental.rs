@@ -724,3 +724,25 @@ fn a_subagent_response_cut_by_a_run_is_one_message() {
         assert_split_equals_one_shot(dir.path(), "s10.jsonl", &full, k);
     }
 }
+
+/// A Codex file with `user_message` mirrors but no task events (0.3x to 0.10x): a user message
+/// without a mirror is injected context. A run after one that had seen the mirrors had none in
+/// its own lines, fell back to the markup, and took such a message for a typed prompt (a new
+/// turn); a run cut between a mirror and its message lost the mirror. The resume state now
+/// says that mirrors were seen, and carries the mirrors after the last user message.
+#[test]
+fn a_codex_run_after_the_mirrors_tells_prompts_from_context_as_one_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"timestamp":"2025-12-18T10:00:00.000Z","type":"session_meta","payload":{"id":"r1","timestamp":"2025-12-18T10:00:00.000Z","cwd":"/tmp/x","originator":"codex_cli_rs","cli_version":"0.106.0","source":"cli"}}"#,
+        r#"{"timestamp":"2025-12-18T10:00:00.200Z","type":"event_msg","payload":{"type":"user_message","message":"Start","images":[]}}"#,
+        r#"{"timestamp":"2025-12-18T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Start"}]}}"#,
+        r#"{"timestamp":"2025-12-18T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Acknowledged."}]}}"#,
+        r#"{"timestamp":"2025-12-18T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Step 1"}]}}"#,
+        r#"{"timestamp":"2025-12-18T10:00:08.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Ok"}]}}"#,
+    ];
+    let full = (lines.join("\n") + "\n").into_bytes();
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir.path(), "rollout-r1.jsonl", &full, k);
+    }
+}
