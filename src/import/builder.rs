@@ -54,6 +54,10 @@ pub(crate) struct Builder<'s> {
     /// With `keep_open`: where the lines the import may hold back for the next run start
     /// (`build_holding`).
     pub hold: HoldFrom,
+    /// With `keep_open`, each response written: the index of its first line and of the line
+    /// that ended it (a hold point between the two would write it before lines that one run
+    /// of the file writes after it).
+    pub spans: Vec<(usize, usize)>,
     /// The events earlier runs wrote (a reader, and how many there were): the lines a branch
     /// point of this run may name ([`Builder::earlier_mark`]).
     earlier: Option<(SessionReader, u64)>,
@@ -138,6 +142,7 @@ impl<'s> Builder<'s> {
             resume_in: None,
             resume_out: None,
             hold: HoldFrom::default(),
+            spans: Vec::new(),
             earlier: None,
         }
     }

@@ -201,10 +201,6 @@ struct State<'l> {
     unresolved: Vec<String>,
     /// The index of the line being built.
     line: usize,
-    /// In a main file: the `message.id`, first line index and whether its last block is a
-    /// thinking block, of the subagent response the inline sidechain lines are inside (the
-    /// sidechains session's build has it pending).
-    side_pending: Option<(String, usize, bool)>,
     /// The index of the last `compact_boundary` line: while its compaction waits for its
     /// summary line, the lines from there are held back by a run that keeps the turn open.
     compact_from: usize,
@@ -320,7 +316,6 @@ pub(crate) fn build(
         marks: std::collections::HashMap::new(),
         unresolved: Vec::new(),
         line: 0,
-        side_pending: None,
         compact_from: 0,
         queue: Queue::resumed(b.resume_in.as_ref()),
     };
@@ -361,30 +356,6 @@ pub(crate) fn build(
             }
             b.sidechain_lines.push(i);
             b.end_line(&format!("sidechain/{ty}"));
-            // As the sidechains session's build will see these lines: a response goes on
-            // until a line of another one, a user line or a turn's end.
-            let sub = get_str(v, "subtype");
-            match ty {
-                "assistant" => {
-                    let id = get(v, "message")
-                        .and_then(|m| get_str(m, "id"))
-                        .or_else(|| get_str(v, "uuid"))
-                        .unwrap_or("");
-                    let thinking = match get(v, "message").and_then(|m| get(m, "content")) {
-                        Some(Value::Array(items)) => items.last().is_some_and(is_thinking),
-                        _ => false,
-                    };
-                    match &mut st.side_pending {
-                        Some((p, _, last)) if p == id => *last = thinking,
-                        _ => st.side_pending = Some((id.to_owned(), i, thinking)),
-                    }
-                }
-                "user" => st.side_pending = None,
-                "system" if matches!(sub, Some("compact_boundary" | "turn_duration")) => {
-                    st.side_pending = None;
-                }
-                _ => {}
-            }
             continue;
         }
         match ty {
@@ -534,9 +505,6 @@ pub(crate) fn build(
         if let Some(p) = &st.pending {
             b.hold.add(p.from, p.ends_thinking);
         }
-        if let Some((_, from, thinking)) = &st.side_pending {
-            b.hold.add(*from, *thinking);
-        }
         // A compaction whose summary line has not come yet.
         if b.compaction_is_open() {
             b.hold.add(st.compact_from, false);
@@ -660,6 +628,9 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     let Some(p) = st.pending.take() else {
         return;
     };
+    if b.keep_open {
+        b.spans.push((p.from, st.line));
+    }
     let current = b.take_carry();
     let now = b.time;
     b.time = p.time.min(now);

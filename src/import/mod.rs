@@ -843,7 +843,13 @@ fn take_built(
         side.keep_raw = false;
         side.keep_open = true;
         if claude_code::build(&mut side, &lines, path, true).is_ok() {
-            let at = |i: Option<usize>| i.and_then(|i| built.sidechains.get(i).copied());
+            // A sidechain line inside a main response (begun before it, ended after it): the
+            // hold takes the response too, which one run writes after that line.
+            let at = |i: Option<usize>| {
+                let i = i.and_then(|i| built.sidechains.get(i).copied())?;
+                let inside = builder.spans.iter().find(|&&(f, e)| f < i && i < e);
+                Some(inside.map_or(i, |&(f, _)| f))
+            };
             if let Some(i) = at(side.hold.maybe) {
                 hold.add(i, false);
             }

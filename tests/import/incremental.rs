@@ -746,3 +746,28 @@ fn a_codex_run_after_the_mirrors_tells_prompts_from_context_as_one_run_does() {
         assert_split_equals_one_shot(dir.path(), "rollout-r1.jsonl", &full, k);
     }
 }
+
+/// Inline sidechain lines (1.0.x) met while a main response was being assembled are kept
+/// before that response's message. A run that held back from a sidechain line inside such a
+/// response wrote the response at the end of its lines, so the next run put the sidechain line
+/// after it: the export differed from a one-shot import's. A hold point inside a main response
+/// now holds the response back too.
+#[test]
+fn a_sidechain_line_inside_a_main_response_keeps_its_place_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":"2f078d9e-3e13-46cc-b57c-31424beb4b10","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"66666666-6666-6666-6666-666666666666","version":"1.0.108","gitBranch":"main","message":{"id":"msg_01XU4B1nvSytVjiR8jEYREvX","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"tool_use","id":"toolu_018t5jce2ZNoGr2ADsHGQife","name":"Task","input":{"description":"task","prompt":"do it","subagent_type":"general-purpose"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":8,"cache_creation_input_tokens":422,"cache_read_input_tokens":19019,"cache_creation":{"ephemeral_5m_input_tokens":422,"ephemeral_1h_input_tokens":0},"output_tokens":31,"service_tier":"standard"}},"requestId":"req_011CStqPRADRX9fx9ReRNWHf","type":"assistant","uuid":"f9927492-8f1b-4880-942b-bde314da74f4","timestamp":"2025-09-07T09:52:22.326Z"}"#,
+        r#"{"parentUuid":"03a41dbb-096e-40ab-adc3-3b6cb65a9cb4","isSidechain":true,"userType":"external","cwd":"/w","sessionId":"66666666-6666-6666-6666-666666666666","version":"1.0.108","gitBranch":"main","message":{"id":"msg_01CHVXQb6qDihpHcDpuqvJzD","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"text","text":"Sub-agent report."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":7,"cache_creation_input_tokens":501,"cache_read_input_tokens":12935,"cache_creation":{"ephemeral_5m_input_tokens":501,"ephemeral_1h_input_tokens":0},"output_tokens":308,"service_tier":"standard"}},"requestId":"req_011CStqQqGKVgwYCrqdJ33Kt","type":"assistant","uuid":"b766c46a-c115-4516-950f-9e6a6f55a904","timestamp":"2025-09-07T09:52:48.176Z"}"#,
+        r#"{"parentUuid":"5953952f-ce81-4d30-bdae-8d81e2847864","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"66666666-6666-6666-6666-666666666666","version":"1.0.108","gitBranch":"main","message":{"id":"msg_01RZsKn6PMeWzcGuQ2Ufwtgs","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"tool_use","id":"toolu_01LKfUwrsnof18CpWZQcJH44","name":"Task","input":{"description":"task","prompt":"do it","subagent_type":"general-purpose"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":8,"cache_creation_input_tokens":901,"cache_read_input_tokens":19441,"cache_creation":{"ephemeral_5m_input_tokens":901,"ephemeral_1h_input_tokens":0},"output_tokens":207,"service_tier":"standard"}},"requestId":"req_011CStqRpsHcviKXAspYQjZY","type":"assistant","uuid":"cfca867b-e0bb-4682-a5ff-2dd1b228a44f","timestamp":"2025-09-07T09:52:53.235Z"}"#,
+        r#"{"parentUuid":null,"isSidechain":true,"userType":"external","cwd":"/w","sessionId":"66666666-6666-6666-6666-666666666666","version":"1.0.108","gitBranch":"main","type":"user","message":{"role":"user","content":"Analyze the project."},"uuid":"83e2917c-8940-4df6-a5a5-f2514f0d08c5","timestamp":"2025-09-07T09:52:53.270Z"}"#,
+    ];
+    let full = (lines.join("\n") + "\n").into_bytes();
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(
+            dir.path(),
+            "66666666-6666-6666-6666-666666666666.jsonl",
+            &full,
+            k,
+        );
+    }
+}
