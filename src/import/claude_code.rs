@@ -403,15 +403,7 @@ pub(crate) fn build(
             "system" => {
                 let sub = get_str(v, "subtype").unwrap_or("unknown");
                 match sub {
-                    "api_error" => {
-                        let msg = get(v, "error")
-                            .map(|e| match e {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            })
-                            .unwrap_or_else(|| "API error".to_owned());
-                        b.error(&msg);
-                    }
+                    "api_error" => b.error(&api_error_message(v)),
                     "compact_boundary" => {
                         flush(b, &mut st);
                         b.compact_start();
@@ -684,6 +676,36 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     st.last_id = Some(p.id);
     b.time = now;
     b.give_carry(current);
+}
+
+/// The message of a `system` `api_error` line: its `error`'s text (a string, or the object's
+/// `formatted` or `message`; else the object as JSON, or "API error" for an empty one), and
+/// the retry it announces (`retryAttempt` of `maxRetries`, in `retryInMs`).
+fn api_error_message(v: &Value) -> String {
+    let text = |k: &str| {
+        get(v, "error")
+            .and_then(|e| get_str(e, k))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    };
+    let mut msg = match get(v, "error") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(e @ Value::Object(m)) if !m.is_empty() => text("formatted")
+            .or_else(|| text("message"))
+            .map_or_else(|| e.to_string(), str::to_owned),
+        _ => "API error".to_owned(),
+    };
+    let num = |k: &str| get(v, k).and_then(Value::as_f64);
+    if let (Some(attempt), Some(max)) = (num("retryAttempt"), num("maxRetries")) {
+        if max > 0.0 {
+            msg.push_str(&format!(" (retry {attempt} of {max}"));
+            if let Some(ms) = num("retryInMs") {
+                msg.push_str(&format!(" in {} ms", ms.round()));
+            }
+            msg.push(')');
+        }
+    }
+    msg
 }
 
 /// The `import/line` kind of a `queued_command` attachment that made no message.

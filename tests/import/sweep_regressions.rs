@@ -452,3 +452,36 @@ fn a_long_main_id_keeps_its_sidechains_session_apart() {
     let summary = import_paths(&store, &[tmp.path().join(&name)], &options, |_, _| {}).unwrap();
     assert_eq!(summary.failed, 0, "{summary:?}");
 }
+
+/// A `system` `api_error` line whose `error` is an empty object (Claude Code 2.1.x, a retried
+/// request) became an `error` event whose message was `{}`, and the retry it announced was
+/// dropped. The message is the error's text, "API error" without one, and the retry.
+#[test]
+fn a_claude_code_api_error_says_what_failed_and_the_retry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "e1.jsonl",
+        &[
+            r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"e1","version":"2.1.17","type":"user","message":{"role":"user","content":"go"},"uuid":"u1","timestamp":"2026-01-31T07:34:50.000Z"}"#,
+            r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"e1","version":"2.1.17","type":"system","subtype":"api_error","level":"error","error":{},"retryInMs":534.7428297914272,"retryAttempt":1,"maxRetries":10,"timestamp":"2026-01-31T07:34:51.681Z","uuid":"s1"}"#,
+            r#"{"parentUuid":"s1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"e1","version":"2.1.17","type":"system","subtype":"api_error","level":"error","error":{"message":"Connection error.","status":0,"formatted":"Connection error: ECONNRESET"},"retryInMs":0,"retryAttempt":0,"maxRetries":0,"timestamp":"2026-01-31T07:34:52.681Z","uuid":"s2"}"#,
+            r#"{"parentUuid":"s2","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"e1","version":"2.1.17","type":"system","subtype":"api_error","level":"error","error":"overloaded","timestamp":"2026-01-31T07:34:53.681Z","uuid":"s3"}"#,
+        ],
+        Some(Format::ClaudeCode),
+    );
+    let messages: Vec<String> = lines_of(&store, "claude-e1")
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "error")
+        .map(|v| v["data"]["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "API error (retry 1 of 10 in 535 ms)",
+            "Connection error: ECONNRESET",
+            "overloaded"
+        ]
+    );
+}
