@@ -58,9 +58,10 @@ pub(crate) fn parent_session_of(path: &Path, first: Option<&Value>) -> Option<St
 }
 
 /// A title for a new session: the one Claude Code gave it ([`named_title`]), else the text of
-/// a Claude Code `summary` line near the file's top whose `leafUuid` is a line of this file. A summary names the conversation that ends at its
-/// leaf; Claude Code also writes, at the top of a session's file, summaries of conversations
-/// kept in other files (the one a resumed session came from), which are not this one's title.
+/// a Claude Code `summary` line near the file's top whose `leafUuid` is a line of this file. A
+/// summary names the conversation that ends at its leaf; Claude Code also writes, at the top of
+/// a session's file, summaries of conversations kept in other files (the one a resumed session
+/// came from), which are not this one's title.
 pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
     if format != Format::ClaudeCode {
         return None;

@@ -1009,7 +1009,6 @@ fn import_source(
                 return Err(Error::Exists(id));
             }
             let mut meta = SessionMeta::new(id.clone(), now_ms());
-            meta.title = claude_code::title_hint(format, &data).into();
             meta.cwd = first_value
                 .as_ref()
                 .and_then(|v| {
@@ -1086,6 +1085,9 @@ fn new_session(
     state.resume = built.resume;
     lines.done(&mut state);
     state.events = Some(drafts.len() as u64);
+    // The title of the lines this run took (a later run's new title lines retitle it).
+    let taken = usize::try_from(state.bytes).map_or(data, |n| data.get(..n).unwrap_or(data));
+    meta.title = claude_code::title_hint(format, taken).into();
     let _ = meta.store_extra.push(META_MEMBER, state.to_value());
     store.build_session_batched(&id, |temp| {
         let mut options = store.config().session_options();
