@@ -58,6 +58,9 @@ pub(crate) struct Builder<'s> {
     /// that ended it (a hold point between the two would write it before lines that one run
     /// of the file writes after it).
     pub spans: Vec<(usize, usize)>,
+    /// The first surface node when compactions keep it (Codex's base instructions, which it
+    /// sends with every request, the summary's too): a compaction replaces the nodes after it.
+    pub pinned: Option<u64>,
     /// The events earlier runs wrote (a reader, and how many there were): the lines a branch
     /// point of this run may name ([`Builder::earlier_mark`]).
     earlier: Option<(SessionReader, u64)>,
@@ -143,6 +146,7 @@ impl<'s> Builder<'s> {
             resume_out: None,
             hold: HoldFrom::default(),
             spans: Vec::new(),
+            pinned: None,
             earlier: None,
         }
     }
@@ -336,6 +340,11 @@ impl<'s> Builder<'s> {
     /// from the current line goes back to.
     pub fn surface_mark(&self) -> Option<u64> {
         self.nodes.last().copied()
+    }
+
+    /// How many surface nodes are current.
+    pub fn surface_len(&self) -> usize {
+        self.nodes.len()
     }
 
     /// The [`Builder::surface_mark`] an earlier run took after its line whose `uuid` member is
@@ -795,7 +804,8 @@ impl<'s> Builder<'s> {
         if self.compaction_open.is_some() {
             return;
         }
-        if let (Some(&a), Some(&b)) = (self.nodes.first(), self.nodes.last()) {
+        let kept = usize::from(self.pinned.is_some() && self.nodes.first() == self.pinned.as_ref());
+        if let (Some(&a), Some(&b)) = (self.nodes.get(kept), self.nodes.last()) {
             self.compaction_open = Some((a, b));
             self.emit(
                 EventData::CompactStart(CompactStart {
@@ -831,7 +841,8 @@ impl<'s> Builder<'s> {
         );
         if let Some(data) = self.user_data(&[text_block(summary)], envelope) {
             let seq = self.emit(data, Some(replace(a, b)));
-            self.nodes.clear();
+            let pinned = self.pinned;
+            self.nodes.retain(|&n| Some(n) == pinned && n < a);
             self.nodes.push(seq);
         }
         self.compact_end(true);

@@ -161,6 +161,10 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     // What an earlier run of this file ended with: the cumulative token totals counted, the
     // model, whether the open turn had its prompt.
     let saved = b.resume_in.take();
+    b.pinned = saved
+        .as_ref()
+        .and_then(|s| get(s, "pinned"))
+        .and_then(Value::as_u64);
     let r = |k: &str| saved.as_ref().and_then(|s| get(s, k));
     let flag = |k: &str| r(k).and_then(Value::as_bool) == Some(true);
     let mut st = State {
@@ -248,6 +252,11 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                     .or_else(|| get(payload, "base_instructions").and_then(|i| get_str(i, "text")));
                 if let Some(t) = text.filter(|t| !t.is_empty()) {
                     b.system(&[text_block(t)], "codex/session_meta");
+                    // Codex sends its base instructions with every request: a compaction
+                    // keeps them when they lead the history.
+                    if b.pinned.is_none() && b.surface_len() == 1 {
+                        b.pinned = b.surface_mark();
+                    }
                 }
                 b.end_line("session_meta");
             }
@@ -374,6 +383,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     }
     if st.saw_mirrors {
         let _ = m.push("sawMirrors", true.into());
+    }
+    if let Some(seq) = b.pinned {
+        let _ = m.push("pinned", seq.into());
     }
     if !trailing.is_empty() {
         let texts = trailing.into_iter().map(Value::from).collect();

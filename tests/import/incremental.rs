@@ -771,3 +771,24 @@ fn a_sidechain_line_inside_a_main_response_keeps_its_place_across_runs() {
         );
     }
 }
+
+/// A Codex compaction keeps the base instructions also in a run after the one that read the
+/// `session_meta` line (the import state names the node it keeps).
+#[test]
+fn a_codex_compaction_in_a_later_run_keeps_the_base_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"timestamp":"2026-08-01T10:00:00.000Z","type":"session_meta","payload":{"id":"repro-03","cwd":"/tmp","originator":"codex-tui","cli_version":"0.144.1","base_instructions":{"text":"BASE_INSTRUCTIONS"}}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:01.000Z","type":"turn_context","payload":{"turn_id":"t1","model":"gpt-5.2","effort":"low"}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>DEV</permissions instructions>"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:04.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:05.000Z","type":"compacted","payload":{"message":"summary of the first exchange","replacement_history":[]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second question"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"second answer"}]}}"#,
+    ];
+    let full = (lines.join("\n") + "\n").into_bytes();
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir.path(), "rollout-repro-03.jsonl", &full, k);
+    }
+}

@@ -485,3 +485,48 @@ fn a_claude_code_api_error_says_what_failed_and_the_retry() {
         ]
     );
 }
+
+/// A Codex `compacted` line replaced the whole model-visible history, the `session_meta`
+/// base instructions too: the history after a compaction had no system message, while Codex
+/// sends its base instructions with every request. A compaction now keeps them.
+#[test]
+fn a_codex_compaction_keeps_the_base_instructions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"timestamp":"2026-08-01T10:00:00.000Z","type":"session_meta","payload":{"id":"repro-03","cwd":"/tmp","originator":"codex-tui","cli_version":"0.144.1","base_instructions":{"text":"BASE_INSTRUCTIONS"}}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:01.000Z","type":"turn_context","payload":{"turn_id":"t1","model":"gpt-5.2","effort":"low"}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>DEV</permissions instructions>"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:04.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:05.000Z","type":"compacted","payload":{"message":"summary of the first exchange","replacement_history":[]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second question"}]}}"#,
+        r#"{"timestamp":"2026-08-01T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"second answer"}]}}"#,
+    ];
+    let store = import_lines(
+        tmp.path(),
+        "rollout-repro-03.jsonl",
+        &lines,
+        Some(Format::Codex),
+    );
+    let history: Vec<String> = store
+        .open_reader("codex-repro-03")
+        .unwrap()
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| m.to_value().to_string())
+        .collect();
+    assert_eq!(history.len(), 4, "{history:#?}");
+    assert!(
+        history[0].contains(r#""role":"system""#) && history[0].contains("BASE_INSTRUCTIONS"),
+        "{history:#?}"
+    );
+    assert!(
+        history[1].contains("summary of the first exchange"),
+        "{history:#?}"
+    );
+    assert!(!history
+        .iter()
+        .any(|m| m.contains("first question") || m.contains("DEV")));
+    assert!(history[3].contains("second answer"), "{history:#?}");
+}
