@@ -59,7 +59,8 @@ pub(crate) struct Builder<'s> {
     /// of the file writes after it).
     pub spans: Vec<(usize, usize)>,
     /// The first surface node when compactions keep it (Codex's base instructions, which it
-    /// sends with every request, the summary's too): a compaction replaces the nodes after it.
+    /// sends with every request, after a compaction too): a compaction replaces the nodes
+    /// after it.
     pub pinned: Option<u64>,
     /// The events earlier runs wrote (a reader, and how many there were): the lines a branch
     /// point of this run may name ([`Builder::earlier_mark`]).
