@@ -50,6 +50,14 @@ fn assert_split_equals_one_shot(dir: &Path, name: &str, full: &[u8], k: usize) {
     assert_runs_equal_one_shot(dir, name, full, k, true);
 }
 
+/// [`assert_split_equals_one_shot`] at every cut of the file of `lines` named `name`.
+fn assert_every_cut_equals_one_shot<S: AsRef<str>>(dir: &Path, name: &str, lines: &[S]) {
+    let full: String = lines.iter().map(|l| format!("{}\n", l.as_ref())).collect();
+    for k in 1..lines.len() {
+        assert_split_equals_one_shot(dir, name, full.as_bytes(), k);
+    }
+}
+
 /// [`assert_split_equals_one_shot`], the first run keeping the turn open or not (a run that does
 /// not is compared only where it ends between turns: within one it writes what it has).
 fn assert_runs_equal_one_shot(dir: &Path, name: &str, full: &[u8], k: usize, keep_open: bool) {
@@ -143,10 +151,7 @@ fn a_response_cut_by_a_run_is_one_message_with_its_whole_usage() {
     ]);
     let codex: Vec<&str> = codex.iter().map(String::as_str).collect();
     for (name, lines) in [("c1.jsonl", &claude[..]), ("x1.jsonl", &codex[..])] {
-        let full = format!("{}\n", lines.join("\n"));
-        for k in 1..lines.len() {
-            assert_split_equals_one_shot(dir.path(), name, full.as_bytes(), k);
-        }
+        assert_every_cut_equals_one_shot(dir.path(), name, lines);
     }
     // And the one-shot import itself: one message for m1, with its last line's usage.
     let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
@@ -360,10 +365,7 @@ fn a_compaction_in_a_later_run_replaces_the_earlier_runs_history() {
         r#"{"parentUuid":"s1","type":"user","message":{"role":"user","content":"second question"},"uuid":"u2","timestamp":"2025-06-10T12:00:04.000Z","sessionId":"k1"}"#,
         r#"{"parentUuid":"u2","type":"assistant","message":{"id":"m2","role":"assistant","model":"c","content":[{"type":"text","text":"second answer"}],"usage":{"input_tokens":7,"output_tokens":3}},"uuid":"a2","timestamp":"2025-06-10T12:00:05.000Z","sessionId":"k1"}"#,
     ];
-    let full = format!("{}\n", lines.join("\n"));
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(dir.path(), "k1.jsonl", full.as_bytes(), k);
-    }
+    assert_every_cut_equals_one_shot(dir.path(), "k1.jsonl", &lines);
     let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
     let history = format!(
         "{:?}",
@@ -410,10 +412,7 @@ fn a_rewind_to_a_line_of_an_earlier_run_leaves_the_branch_out() {
         line("a4", "u3", "assistant", 9, &said("m4", &text("new answer"))),
         line("d3", "a4", "system", 10, duration),
     ];
-    let full = format!("{}\n", lines.join("\n"));
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(dir.path(), "rw2.jsonl", full.as_bytes(), k);
-    }
+    assert_every_cut_equals_one_shot(dir.path(), "rw2.jsonl", &lines);
     for k in [1, 4, 8] {
         let store = Store::open(dir.path().join(format!("split-{k}-true/store"))).unwrap();
         let history = format!(
@@ -677,9 +676,7 @@ fn a_codex_rollback_leaves_the_turns_it_dropped_out_of_the_history() {
     lines.extend(prompt(8, "edited second question"));
     lines.extend(answer(9, "new answer"));
     let full = format!("{}\n", lines.join("\n"));
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(dir.path(), "rb1.jsonl", full.as_bytes(), k);
-    }
+    assert_every_cut_equals_one_shot(dir.path(), "rb1.jsonl", &lines);
     let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
     let r = reader(&store, "codex-rb1");
     let history = format!("{:?}", r.messages().unwrap().to_vec());
@@ -719,10 +716,7 @@ fn a_subagent_response_cut_by_a_run_is_one_message() {
         r#"{"parentUuid":"f5","isSidechain":true,"type":"assistant","message":{"id":"mg","role":"assistant","model":"c","content":[{"type":"text","text":"One file, a.rs."}],"usage":{"input_tokens":9,"output_tokens":4}},"uuid":"f6","timestamp":"2026-01-10T12:00:06.000Z","sessionId":"s10","version":"2.1.38"}"#,
         r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"There is a.rs."}],"usage":{"input_tokens":7,"output_tokens":3}},"uuid":"a1","timestamp":"2026-01-10T12:00:07.000Z","sessionId":"s10","version":"2.1.38"}"#,
     ];
-    let full = (lines.join("\n") + "\n").into_bytes();
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(dir.path(), "s10.jsonl", &full, k);
-    }
+    assert_every_cut_equals_one_shot(dir.path(), "s10.jsonl", &lines);
 }
 
 /// A Codex file with `user_message` mirrors but no task events (0.3x to 0.10x): a user message
@@ -741,10 +735,7 @@ fn a_codex_run_after_the_mirrors_tells_prompts_from_context_as_one_run_does() {
         r#"{"timestamp":"2025-12-18T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Step 1"}]}}"#,
         r#"{"timestamp":"2025-12-18T10:00:08.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Ok"}]}}"#,
     ];
-    let full = (lines.join("\n") + "\n").into_bytes();
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(dir.path(), "rollout-r1.jsonl", &full, k);
-    }
+    assert_every_cut_equals_one_shot(dir.path(), "rollout-r1.jsonl", &lines);
 }
 
 /// Inline sidechain lines (1.0.x) met while a main response was being assembled are kept
@@ -761,15 +752,11 @@ fn a_sidechain_line_inside_a_main_response_keeps_its_place_across_runs() {
         r#"{"parentUuid":"5953952f-ce81-4d30-bdae-8d81e2847864","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"66666666-6666-6666-6666-666666666666","version":"1.0.108","gitBranch":"main","message":{"id":"msg_01RZsKn6PMeWzcGuQ2Ufwtgs","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"tool_use","id":"toolu_01LKfUwrsnof18CpWZQcJH44","name":"Task","input":{"description":"task","prompt":"do it","subagent_type":"general-purpose"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":8,"cache_creation_input_tokens":901,"cache_read_input_tokens":19441,"cache_creation":{"ephemeral_5m_input_tokens":901,"ephemeral_1h_input_tokens":0},"output_tokens":207,"service_tier":"standard"}},"requestId":"req_011CStqRpsHcviKXAspYQjZY","type":"assistant","uuid":"cfca867b-e0bb-4682-a5ff-2dd1b228a44f","timestamp":"2025-09-07T09:52:53.235Z"}"#,
         r#"{"parentUuid":null,"isSidechain":true,"userType":"external","cwd":"/w","sessionId":"66666666-6666-6666-6666-666666666666","version":"1.0.108","gitBranch":"main","type":"user","message":{"role":"user","content":"Analyze the project."},"uuid":"83e2917c-8940-4df6-a5a5-f2514f0d08c5","timestamp":"2025-09-07T09:52:53.270Z"}"#,
     ];
-    let full = (lines.join("\n") + "\n").into_bytes();
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(
-            dir.path(),
-            "66666666-6666-6666-6666-666666666666.jsonl",
-            &full,
-            k,
-        );
-    }
+    assert_every_cut_equals_one_shot(
+        dir.path(),
+        "66666666-6666-6666-6666-666666666666.jsonl",
+        &lines,
+    );
 }
 
 /// A Codex compaction keeps the base instructions also in a run after the one that read the
@@ -777,18 +764,9 @@ fn a_sidechain_line_inside_a_main_response_keeps_its_place_across_runs() {
 #[test]
 fn a_codex_compaction_in_a_later_run_keeps_the_base_instructions() {
     let dir = tempfile::tempdir().unwrap();
-    let lines = [
-        r#"{"timestamp":"2026-08-01T10:00:00.000Z","type":"session_meta","payload":{"id":"repro-03","cwd":"/tmp","originator":"codex-tui","cli_version":"0.144.1","base_instructions":{"text":"BASE_INSTRUCTIONS"}}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:01.000Z","type":"turn_context","payload":{"turn_id":"t1","model":"gpt-5.2","effort":"low"}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>DEV</permissions instructions>"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:04.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:05.000Z","type":"compacted","payload":{"message":"summary of the first exchange","replacement_history":[]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second question"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"second answer"}]}}"#,
-    ];
-    let full = (lines.join("\n") + "\n").into_bytes();
-    for k in 1..lines.len() {
-        assert_split_equals_one_shot(dir.path(), "rollout-repro-03.jsonl", &full, k);
-    }
+    assert_every_cut_equals_one_shot(
+        dir.path(),
+        "rollout-repro-03.jsonl",
+        &crate::sweep_regressions::CODEX_COMPACTION,
+    );
 }

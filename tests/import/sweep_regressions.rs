@@ -140,6 +140,18 @@ fn lines_json_parse_reads_are_imported_with_a_warning() {
     }
 }
 
+/// The model-visible history of session `id`, each message as its JSON text.
+fn history(store: &Store, id: &str) -> Vec<String> {
+    store
+        .open_reader(id)
+        .unwrap()
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| m.to_value().to_string())
+        .collect()
+}
+
 /// The usage of each `assistant/message` of session `id`: (input, output, cache read,
 /// reasoning).
 fn usages(store: &Store, id: &str) -> Vec<(u64, u64, u64, u64)> {
@@ -390,8 +402,7 @@ fn a_queued_message_removed_before_its_attachment_keeps_the_attachments_images()
         "{queued:#?}"
     );
     // The model saw it after the call's result, before the answer.
-    let messages = store.open_reader(id).unwrap().messages().unwrap();
-    let texts: Vec<String> = messages.iter().map(|m| m.to_value().to_string()).collect();
+    let texts = history(&store, id);
     assert_eq!(texts.len(), 5, "{texts:#?}");
     assert!(texts[2].contains("tool_result"), "{texts:#?}");
     assert!(
@@ -430,14 +441,7 @@ fn a_long_main_id_keeps_its_sidechains_session_apart() {
         .collect::<Vec<_>>();
     ids.sort();
     assert_eq!(ids, [side.clone(), main.clone()]);
-    let texts: Vec<String> = store
-        .open_reader(&main)
-        .unwrap()
-        .messages()
-        .unwrap()
-        .iter()
-        .map(|m| m.to_value().to_string())
-        .collect();
+    let texts = history(&store, &main);
     assert_eq!(texts.len(), 2, "{texts:#?}");
     assert!(texts.iter().all(|t| !t.contains("sub ")), "{texts:#?}");
     assert_eq!(
@@ -486,36 +490,32 @@ fn a_claude_code_api_error_says_what_failed_and_the_retry() {
     );
 }
 
+/// A Codex file whose `compacted` line comes after base instructions, a developer message and
+/// one exchange ([`a_codex_compaction_keeps_the_base_instructions`], and in runs).
+pub(crate) const CODEX_COMPACTION: [&str; 8] = [
+    r#"{"timestamp":"2026-08-01T10:00:00.000Z","type":"session_meta","payload":{"id":"repro-03","cwd":"/tmp","originator":"codex-tui","cli_version":"0.144.1","base_instructions":{"text":"BASE_INSTRUCTIONS"}}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:01.000Z","type":"turn_context","payload":{"turn_id":"t1","model":"gpt-5.2","effort":"low"}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>DEV</permissions instructions>"}]}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:04.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer"}]}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:05.000Z","type":"compacted","payload":{"message":"summary of the first exchange","replacement_history":[]}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second question"}]}}"#,
+    r#"{"timestamp":"2026-08-01T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"second answer"}]}}"#,
+];
+
 /// A Codex `compacted` line replaced the whole model-visible history, the `session_meta`
 /// base instructions too: the history after a compaction had no system message, while Codex
 /// sends its base instructions with every request. A compaction now keeps them.
 #[test]
 fn a_codex_compaction_keeps_the_base_instructions() {
     let tmp = tempfile::tempdir().unwrap();
-    let lines = [
-        r#"{"timestamp":"2026-08-01T10:00:00.000Z","type":"session_meta","payload":{"id":"repro-03","cwd":"/tmp","originator":"codex-tui","cli_version":"0.144.1","base_instructions":{"text":"BASE_INSTRUCTIONS"}}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:01.000Z","type":"turn_context","payload":{"turn_id":"t1","model":"gpt-5.2","effort":"low"}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>DEV</permissions instructions>"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:04.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:05.000Z","type":"compacted","payload":{"message":"summary of the first exchange","replacement_history":[]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second question"}]}}"#,
-        r#"{"timestamp":"2026-08-01T10:00:07.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"second answer"}]}}"#,
-    ];
     let store = import_lines(
         tmp.path(),
         "rollout-repro-03.jsonl",
-        &lines,
+        &CODEX_COMPACTION,
         Some(Format::Codex),
     );
-    let history: Vec<String> = store
-        .open_reader("codex-repro-03")
-        .unwrap()
-        .messages()
-        .unwrap()
-        .iter()
-        .map(|m| m.to_value().to_string())
-        .collect();
+    let history = history(&store, "codex-repro-03");
     assert_eq!(history.len(), 4, "{history:#?}");
     assert!(
         history[0].contains(r#""role":"system""#) && history[0].contains("BASE_INSTRUCTIONS"),
