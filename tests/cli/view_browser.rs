@@ -830,6 +830,75 @@ fn a_compaction_lists_the_messages_it_replaced() {
     assert_quiet(&mut browser, &page, &path);
 }
 
+/// A replace may take out a run in the middle of the model's view, and a later one may take out
+/// a run that holds the first one's message and a node after it (its place in the view is the
+/// place of the first node it took out, not the end): each fold lists exactly its run, in the
+/// view's order. (The page finds a replace's run by walking a list linked by seq, once per
+/// node, since an earlier version searched the whole view once per compaction.)
+#[test]
+fn a_replace_in_the_middle_keeps_the_order_of_the_view() {
+    let Some(mut browser) = Browser::launch() else {
+        return;
+    };
+    let cli = Cli::new();
+    let user = |seq: u64, t: &str, op: &str| {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":{seq},"data":{{"role":"user","content":[{{"type":"text","text":"{t}"}}]}}{op}}}"#
+        )
+    };
+    let marker = |seq: u64, ty: &str, data: &str| {
+        format!(r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{data}}}"#)
+    };
+    // One compaction: start, summary, the replacing message, end (seqs s..s+3).
+    let compaction = |s: u64, a: u64, b: u64, t: &str| {
+        let range = format!(r#""startSeq":{a},"endSeq":{b}"#);
+        [
+            marker(s, "compact/start", &format!("{{{range}}}")),
+            marker(
+                s + 1,
+                "compact/summary",
+                &format!(r#"{{{range},"summary":"{t}"}}"#),
+            ),
+            user(
+                s + 2,
+                t,
+                &format!(r#","surfaceOp":{{"op":"replace",{range}}}"#),
+            ),
+            marker(s + 3, "compact/end", r#"{"ok":true}"#),
+        ]
+    };
+    let mut lines = vec![
+        user(0, "a", ""),
+        user(1, "b", ""),
+        user(2, "c", ""),
+        user(3, "d", ""),
+    ];
+    // The view: a b c d, then a [6] d, then [10] d (taking a, 6), then [14] (taking 10, d).
+    lines.extend(compaction(4, 1, 2, "b and c"));
+    lines.extend(compaction(8, 0, 6, "a, b and c"));
+    lines.extend(compaction(12, 10, 3, "all"));
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let path = page_of_lines(&cli, "middle", &lines);
+    let page = load(&mut browser, &path);
+    let folds = browser.eval(
+        &page,
+        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+         const folds = [6, 10, 14].map(s => document.querySelector('#seq-' + s + ' details.replaced')); \
+         for (const f of folds) if (f) f.open = true; \
+         await new Promise(r => setTimeout(r, 50)); \
+         return folds.map(f => f ? [...f.querySelectorAll('.row')].map(r => r.querySelector('a').getAttribute('href')) : 'no fold'); })()",
+    );
+    assert_eq!(
+        folds,
+        json!([
+            ["#seq-1", "#seq-2"],
+            ["#seq-0", "#seq-6"],
+            ["#seq-10", "#seq-3"]
+        ]),
+    );
+    assert_quiet(&mut browser, &page, &path);
+}
+
 /// Found by a review: the page read the events with `JSON.parse`, which puts members named by
 /// integers (`"9"`, `"10"`) first, in ascending order, so `{"b":1,"9":2,"a":3}` showed as
 /// `9, b, a`. Tool inputs, tool arguments, unknown events' data and sandbox details show their

@@ -510,15 +510,33 @@
   function replacedNodes(s) {
     if (!replacedBy) {
       replacedBy = new Map();
-      const surface = [];
+      // The surface as a list linked by seq, so that a replace finds its ends at once and walks
+      // only the run it takes out: each node is taken out once, linear in the page whatever the
+      // number of compactions. A node's key orders the list: a pushed node's is its seq (seqs
+      // grow), a replace's message takes the key of the first node it takes out, whose place it
+      // takes.
+      const key = new Map(), next = new Map(), prev = new Map();
+      let tail;
       for (const e of EV) {
         if (!isNode(e)) continue;
         const op = e.surfaceOp;
         if (op && typeof op === "object" && op.op === "replace") {
-          const i = surface.indexOf(op.startSeq), j = surface.indexOf(op.endSeq);
-          if (i >= 0 && j >= i) { replacedBy.set(e.seq, surface.splice(i, j - i + 1, e.seq)); continue; }
+          const a = op.startSeq, b = op.endSeq, ka = key.get(a), kb = key.get(b);
+          if (ka !== undefined && kb !== undefined && kb >= ka) {
+            const run = [];
+            for (let k = a; ; k = next.get(k)) { run.push(k); if (k === b) break; }
+            const before = prev.get(a), after = next.get(b);
+            for (const k of run) { key.delete(k); next.delete(k); prev.delete(k); }
+            key.set(e.seq, ka); prev.set(e.seq, before); next.set(e.seq, after);
+            if (before !== undefined) next.set(before, e.seq);
+            if (after !== undefined) prev.set(after, e.seq); else tail = e.seq;
+            replacedBy.set(e.seq, run);
+            continue;
+          }
         }
-        surface.push(e.seq);
+        key.set(e.seq, e.seq); prev.set(e.seq, tail);
+        if (tail !== undefined) next.set(tail, e.seq);
+        tail = e.seq;
       }
     }
     return replacedBy.get(s) || null;
