@@ -217,14 +217,19 @@ impl Store {
         files.sort();
         let mut out = Vec::new();
         for file in files {
-            let raw = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
             // A compressed (cold) segment is scanned as the records it holds: its raw bytes
             // are zstd frames, in which a secret whose words came earlier in its block shows
-            // without them.
-            let plain = log::cold::is_cold(&raw)
-                .then(|| log::cold::plain_of_any(&file))
-                .flatten();
-            let bytes: &[u8] = plain.as_deref().unwrap_or(&raw);
+            // without them. Any other file (or a cold one too damaged to decompress) is
+            // scanned as it is.
+            let plain = log::cold::plain_of_any(&file);
+            let raw;
+            let bytes: &[u8] = match &plain {
+                Some(plain) => plain,
+                None => {
+                    raw = std::fs::read(&file).map_err(|e| Error::io("read", &file, e))?;
+                    &raw
+                }
+            };
             let name = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
