@@ -865,6 +865,45 @@ impl<'s> Builder<'s> {
         self.compaction_open.is_some()
     }
 
+    /// Adds `usage` (its JSON, as [`Builder::assistant`] takes it) to the last response of the
+    /// turn that ended last, when this run wrote that response: a count the source wrote after
+    /// the turn's end. False (nothing changed) while a turn is open, when the turn had no
+    /// response, or when the response is an earlier run's.
+    pub fn add_to_last_response(&mut self, usage: &str) -> bool {
+        if self.turn_open {
+            return false;
+        }
+        let Some(add) = parse_json(usage).ok().as_ref().and_then(usage_of) else {
+            return false;
+        };
+        for draft in self.out.iter_mut().rev() {
+            match &mut draft.event.data {
+                EventData::AssistantMessage(m) => {
+                    let sum = |a: &Opt<u64>, b: &Opt<u64>| match (a, b) {
+                        (Opt::Present(a), Opt::Present(b)) => Opt::Present(a.saturating_add(*b)),
+                        (Opt::Present(n), _) | (_, Opt::Present(n)) => Opt::Present(*n),
+                        _ => Opt::Absent,
+                    };
+                    m.usage = Opt::Present(match &m.usage {
+                        Opt::Present(u) => crate::event::Usage {
+                            input_tokens: u.input_tokens.saturating_add(add.input_tokens),
+                            output_tokens: u.output_tokens.saturating_add(add.output_tokens),
+                            cache_read_tokens: sum(&u.cache_read_tokens, &add.cache_read_tokens),
+                            cache_write_tokens: sum(&u.cache_write_tokens, &add.cache_write_tokens),
+                            reasoning_tokens: sum(&u.reasoning_tokens, &add.reasoning_tokens),
+                            extra: u.extra.clone(),
+                        },
+                        _ => add,
+                    });
+                    return true;
+                }
+                EventData::TurnStart(_) | EventData::UserMessage(_) => return false,
+                _ => {}
+            }
+        }
+        false
+    }
+
     /// True while a turn is open (after [`Builder::finish`]: one left open for the next run).
     pub fn turn_is_open(&self) -> bool {
         self.turn_open

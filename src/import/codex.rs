@@ -323,6 +323,17 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                         if !st.deferred.is_empty() {
                             flush(b, &mut st);
                         }
+                        // A count written after the turn's end (`task_complete`,
+                        // `turn_aborted`) with no output since: the count of the turn's last
+                        // response (no later message would take it, at the end of a file).
+                        if st.pending.items == 0 {
+                            if let Some(usage) = uncounted_usage(&st) {
+                                if b.add_to_last_response(&usage) {
+                                    st.counted = st.latest;
+                                    st.uncounted = Totals::default();
+                                }
+                            }
+                        }
                     }
                     // The user rolled the thread back (edited an earlier prompt): Codex
                     // drops the last `num_turns` user turns from the history it sends. The
@@ -718,18 +729,11 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
         b.start_step(request.as_deref());
     }
     b.time = now;
-    let usage = if st.latest != st.counted || st.uncounted != Totals::default() {
-        let t = st.latest.minus(st.counted).plus(st.uncounted);
+    let usage = uncounted_usage(st);
+    if usage.is_some() {
         st.counted = st.latest;
         st.uncounted = Totals::default();
-        let input = t.input.saturating_sub(t.cached);
-        Some(format!(
-            "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{},\"reasoningTokens\":{}}}",
-            t.output, t.cached, t.reasoning
-        ))
-    } else {
-        None
-    };
+    }
     b.give_carry(p.held);
     let model = st.model.clone();
     // At its last item's time: the line that shows the output complete (a tool output, the
@@ -745,6 +749,20 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
     b.time = now;
     write_deferred(b, st);
     b.give_carry(current);
+}
+
+/// The usage (JSON) of the tokens the counts so far hold past what a message counted, `None`
+/// when there are none.
+fn uncounted_usage(st: &State) -> Option<String> {
+    if st.latest == st.counted && st.uncounted == Totals::default() {
+        return None;
+    }
+    let t = st.latest.minus(st.counted).plus(st.uncounted);
+    let input = t.input.saturating_sub(t.cached);
+    Some(format!(
+        "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{},\"reasoningTokens\":{}}}",
+        t.output, t.cached, t.reasoning
+    ))
 }
 
 /// Writes the tool outputs that waited for the response [`flush`] wrote

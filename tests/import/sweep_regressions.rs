@@ -230,6 +230,51 @@ fn codex_token_counts_after_the_tool_outputs_go_to_their_response() {
     );
 }
 
+/// A `token_count` written after its turn's end (`task_complete`, `turn_aborted`) went to the
+/// next response, and was never counted at the end of a file (a fixture of agent-history whose
+/// one count follows its last turn's abort: `stats` said 0 tokens). It is now the count of the
+/// ended turn's last response.
+#[test]
+fn codex_token_counts_after_the_turns_end_go_to_its_last_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let count = |time: &str, input: u64, cached: u64, output: u64| {
+        format!(
+            r#"{{"timestamp":"2026-04-30T10:00:{time}Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{input},"cached_input_tokens":{cached},"output_tokens":{output},"reasoning_output_tokens":0,"total_tokens":{}}}}}}}}}"#,
+            input + output
+        )
+    };
+    let lines = [
+        r#"{"timestamp":"2026-04-30T10:00:00.000Z","type":"session_meta","payload":{"id":"late","cwd":"/p","cli_version":"0.60.0"}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello."}]}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"Hello."}}"#.to_string(),
+        count("04.500", 1000, 200, 50),
+        r#"{"timestamp":"2026-04-30T10:00:05.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Delete it"}]}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:07.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","call_id":"c1","arguments":"{\"command\":\"rm x\"}"}}"#.to_string(),
+        r#"{"timestamp":"2026-04-30T10:00:08.000Z","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}"#.to_string(),
+        count("09.000", 2500, 700, 90),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-late.jsonl",
+        &lines,
+        Some(Format::Codex),
+    );
+    assert_eq!(
+        usages(&store, "codex-late"),
+        [(800, 50, 200, 0), (1000, 40, 500, 0)]
+    );
+    let stats = store.open_reader("codex-late").unwrap().stats().unwrap();
+    assert_eq!(
+        (stats.tokens.input, stats.tokens.output),
+        (1800, 90),
+        "{stats:?}"
+    );
+}
+
 /// When a hook blocks a prompt, Claude Code writes "Operation stopped by hook: …" as a user
 /// line. It was taken for a typed prompt: a turn of its own, so one prompt typed twice became
 /// three turns. It is context now, like Claude Code's other injected texts.
