@@ -133,6 +133,10 @@ struct State {
     saw_mirrors: bool,
     /// The index of the line being built.
     line: usize,
+    /// A hash of the base instructions the last `session_meta` gave (BLAKE3, hex): Codex
+    /// Desktop writes the same `session_meta` again at each turn's start, which changes
+    /// nothing the model is sent.
+    instructions: Option<String>,
     /// A `thread_rolled_back` not yet applied: the next typed prompt continues from this
     /// surface mark ([`Builder::mark_before_last_turns`]), replacing the turns rolled back.
     rollback: Option<Option<u64>>,
@@ -189,6 +193,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             .unwrap_or_default(),
         saw_mirrors: flag("sawMirrors"),
         line: 0,
+        instructions: r("instructions").and_then(Value::as_str).map(str::to_owned),
         rollback: r("rollbackTo").map(Value::as_u64),
         deferred: Vec::new(),
     };
@@ -250,7 +255,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             "session_meta" => {
                 let text = get_str(payload, "instructions")
                     .or_else(|| get(payload, "base_instructions").and_then(|i| get_str(i, "text")));
-                if let Some(t) = text.filter(|t| !t.is_empty()) {
+                let hash = text.map(|t| blake3::hash(t.as_bytes()).to_hex().to_string());
+                if let Some(t) = text.filter(|t| !t.is_empty() && hash != st.instructions) {
+                    st.instructions = hash;
                     b.system(&[text_block(t)], "codex/session_meta");
                     // Codex sends its base instructions with every request: a compaction
                     // keeps them when they lead the history.
@@ -394,6 +401,9 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     }
     if st.saw_mirrors {
         let _ = m.push("sawMirrors", true.into());
+    }
+    if let Some(hash) = st.instructions {
+        let _ = m.push("instructions", hash.into());
     }
     if let Some(seq) = b.pinned {
         let _ = m.push("pinned", seq.into());

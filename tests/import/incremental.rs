@@ -770,3 +770,15 @@ fn a_codex_compaction_in_a_later_run_keeps_the_base_instructions() {
         &crate::sweep_regressions::CODEX_COMPACTION,
     );
 }
+
+/// A run after the one that read a `session_meta` knows its instructions (the import state
+/// keeps their hash): the same ones written again are no new system prompt in it either.
+#[test]
+fn a_repeated_codex_session_meta_in_a_later_run_is_not_a_new_system_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_every_cut_equals_one_shot(
+        dir.path(),
+        "rollout-meta-2.jsonl",
+        &crate::sweep_regressions::CODEX_REPEATED_META,
+    );
+}

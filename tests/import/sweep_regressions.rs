@@ -575,3 +575,58 @@ fn a_codex_compaction_keeps_the_base_instructions() {
         .any(|m| m.contains("first question") || m.contains("DEV")));
     assert!(history[3].contains("second answer"), "{history:#?}");
 }
+
+/// A Codex Desktop (0.142) file that writes its `session_meta` again at a turn's start, the
+/// same instructions, and later with changed ones ([`a_repeated_codex_session_meta_is_not_a_new_system_prompt`],
+/// and in runs).
+pub(crate) const CODEX_REPEATED_META: [&str; 14] = [
+    r#"{"timestamp":"2026-06-23T07:21:36.800Z","type":"session_meta","payload":{"id":"meta-2","cwd":"/w","originator":"Codex Desktop","cli_version":"0.142.0-alpha.6","base_instructions":{"text":"You are Codex."}}}"#,
+    r#"{"timestamp":"2026-06-23T07:21:40.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+    r#"{"timestamp":"2026-06-23T07:21:40.010Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}}"#,
+    r#"{"timestamp":"2026-06-23T07:21:42.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#,
+    r#"{"timestamp":"2026-06-23T07:21:42.200Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}"#,
+    r#"{"timestamp":"2026-06-23T17:17:54.327Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}"#,
+    r#"{"timestamp":"2026-06-23T17:17:54.388Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"again"}]}}"#,
+    r#"{"timestamp":"2026-06-23T17:17:54.605Z","type":"session_meta","payload":{"id":"meta-2","cwd":"/w","originator":"Codex Desktop","cli_version":"0.142.0-alpha.6","base_instructions":{"text":"You are Codex."}}}"#,
+    r#"{"timestamp":"2026-06-23T17:17:56.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi again"}]}}"#,
+    r#"{"timestamp":"2026-06-23T17:17:56.200Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2"}}"#,
+    r#"{"timestamp":"2026-06-24T09:00:00.000Z","type":"session_meta","payload":{"id":"meta-2","cwd":"/w","originator":"Codex Desktop","cli_version":"0.143.0","base_instructions":{"text":"You are Codex, updated."}}}"#,
+    r#"{"timestamp":"2026-06-24T09:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t3"}}"#,
+    r#"{"timestamp":"2026-06-24T09:00:01.100Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"third"}]}}"#,
+    r#"{"timestamp":"2026-06-24T09:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"third answer"}]}}"#,
+];
+
+/// Codex Desktop writes its `session_meta` line again at each turn's start, with the same base
+/// instructions: each became a new `system/message` in the middle of a turn, so a real file's
+/// history held its 21 KB instructions 29 times. Only instructions that changed are a new
+/// system prompt, where they changed.
+#[test]
+fn a_repeated_codex_session_meta_is_not_a_new_system_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-meta-2.jsonl",
+        &CODEX_REPEATED_META,
+        Some(Format::Codex),
+    );
+    let texts: Vec<String> = history(&store, "codex-meta-2")
+        .iter()
+        .map(|m| {
+            let v: serde_json::Value = serde_json::from_str(m).unwrap();
+            format!("{} {}", v["role"], v["content"][0]["text"])
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            r#""system" "You are Codex.""#,
+            r#""user" "hello""#,
+            r#""assistant" "hi""#,
+            r#""user" "again""#,
+            r#""assistant" "hi again""#,
+            r#""system" "You are Codex, updated.""#,
+            r#""user" "third""#,
+            r#""assistant" "third answer""#,
+        ]
+    );
+}
