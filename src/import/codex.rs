@@ -546,7 +546,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
             }
             st.pending.held.extend(b.take_carry());
         }
-        "function_call" | "custom_tool_call" | "local_shell_call" => {
+        "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
             model_output(b, st);
             st.pending.ends_reasoning = false;
             let id = get_str(p, "call_id")
@@ -554,8 +554,16 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                 .unwrap_or("")
                 .to_owned();
             let (name, args) = match t {
-                "function_call" => (
-                    get_str(p, "name").unwrap_or("function").to_owned(),
+                // A tool search (0.140 on): the model asks the client for tools to load;
+                // `arguments` is an object.
+                "function_call" | "tool_search_call" => (
+                    get_str(p, "name")
+                        .unwrap_or(if t == "function_call" {
+                            "function"
+                        } else {
+                            "tool_search"
+                        })
+                        .to_owned(),
                     match get(p, "arguments") {
                         Some(Value::String(s)) => s.clone(),
                         Some(v) => v.to_string(),
@@ -586,8 +594,14 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
         }
         t if is_output(t) => {
             let id = get_str(p, "call_id").unwrap_or("");
-            let output = get(p, "output");
-            let (content, is_error) = output_content(output, p);
+            let (content, is_error) = match t {
+                // The tools found, as the JSON they are.
+                "tool_search_output" => (
+                    js(&get(p, "tools").map(Value::to_string).unwrap_or_default()),
+                    get_str(p, "status") == Some("failed"),
+                ),
+                _ => output_content(get(p, "output"), p),
+            };
             st.after_output = true;
             if st.pending.items > 0 || !st.deferred.is_empty() {
                 // The response it answers is not written yet: after its token count.
@@ -832,6 +846,9 @@ const ACTED_ON: [&str; 8] = [
 fn is_output(t: &str) -> bool {
     matches!(
         t,
-        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output"
+        "function_call_output"
+            | "custom_tool_call_output"
+            | "local_shell_call_output"
+            | "tool_search_output"
     )
 }

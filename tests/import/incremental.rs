@@ -782,3 +782,14 @@ fn a_repeated_codex_session_meta_in_a_later_run_is_not_a_new_system_prompt() {
         &crate::sweep_regressions::CODEX_REPEATED_META,
     );
 }
+
+/// A tool search and its output, cut anywhere, import as in one run.
+#[test]
+fn a_codex_tool_search_in_runs_imports_as_in_one() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_every_cut_equals_one_shot(
+        dir.path(),
+        "rollout-ts-1.jsonl",
+        &crate::sweep_regressions::CODEX_TOOL_SEARCH,
+    );
+}

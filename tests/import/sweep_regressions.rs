@@ -630,3 +630,51 @@ fn a_repeated_codex_session_meta_is_not_a_new_system_prompt() {
         ]
     );
 }
+
+/// A Codex 0.140 turn with a tool search ([`a_codex_tool_search_is_a_call_and_its_output_a_result`],
+/// and in runs).
+pub(crate) const CODEX_TOOL_SEARCH: [&str; 9] = [
+    r#"{"timestamp":"2026-06-19T02:15:23.587Z","type":"session_meta","payload":{"id":"ts-1","cwd":"/w","originator":"Codex Desktop","cli_version":"0.140.0-alpha.19"}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:23.588Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:23.684Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"spawn 2 subagents"}]}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:29.990Z","type":"response_item","payload":{"type":"tool_search_call","call_id":"call_ts","status":"completed","execution":"client","arguments":{"query":"subagent spawn","limit":10}}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:30.362Z","type":"response_item","payload":{"type":"tool_search_output","call_id":"call_ts","status":"completed","execution":"client","tools":[{"type":"namespace","name":"multi_agent_v1","tools":[]}]}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:30.363Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":23544,"cached_input_tokens":22016,"output_tokens":197,"reasoning_output_tokens":165,"total_tokens":23741}}}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:43.022Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"checking"}],"phase":"commentary"}}"#,
+    r#"{"timestamp":"2026-06-19T02:15:46.090Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":51341,"cached_input_tokens":44032,"output_tokens":928,"reasoning_output_tokens":681,"total_tokens":52269}}}}"#,
+    r#"{"timestamp":"2026-06-19T02:17:54.557Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"checking"}}"#,
+];
+
+/// Codex 0.140 writes a tool search (the model asks the client for tools to load) as
+/// `tool_search_call` and `tool_search_output` items. Both were kept as `import/line`s, so two
+/// model requests, each with its count, became one step and one `assistant/message` holding
+/// both requests' tokens. The search is a tool call answered by its output now.
+#[test]
+fn a_codex_tool_search_is_a_call_and_its_output_a_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-ts-1.jsonl",
+        &CODEX_TOOL_SEARCH,
+        Some(Format::Codex),
+    );
+    assert_eq!(
+        usages(&store, "codex-ts-1"),
+        [(1528, 197, 22016, 165), (5781, 731, 22016, 516)]
+    );
+    let history: Vec<serde_json::Value> = history(&store, "codex-ts-1")
+        .iter()
+        .map(|m| serde_json::from_str(m).unwrap())
+        .collect();
+    assert_eq!(history.len(), 4, "{history:#?}");
+    assert_eq!(
+        history[1]["content"][0],
+        serde_json::json!({"type":"tool_use","id":"call_ts","name":"tool_search","input":{"query":"subagent spawn","limit":10}})
+    );
+    assert_eq!(
+        history[2]["content"][0],
+        serde_json::json!({"type":"tool_result","toolUseId":"call_ts","toolName":"tool_search",
+            "content":r#"[{"type":"namespace","name":"multi_agent_v1","tools":[]}]"#,"isError":false})
+    );
+    assert_eq!(history[3]["content"][0]["text"], "checking");
+}
