@@ -58,36 +58,83 @@ pub(crate) fn parent_session_of(path: &Path, first: Option<&Value>) -> Option<St
 }
 
 /// A title for a new session: the one Claude Code gave it ([`named_title`]), else the text of
-/// a Claude Code `summary` line near the file's top whose `leafUuid` is a line of this file. A
-/// summary names the conversation that ends at its leaf; Claude Code also writes, at the top of
-/// a session's file, summaries of conversations kept in other files (the one a resumed session
-/// came from), which are not this one's title.
+/// a Claude Code `summary` line whose `leafUuid` is a line of this file, anywhere in it (newer
+/// versions append them late). A summary names the conversation that ends at its leaf; Claude
+/// Code also writes, at the top of a session's file, summaries of conversations kept in other
+/// files (the one a resumed session came from), which are not this one's title. Of several,
+/// the summary of the latest leaf (the longest conversation), the last one written for it.
 pub(crate) fn title_hint(format: Format, data: &[u8]) -> Option<String> {
     if format != Format::ClaudeCode {
         return None;
     }
-    if let Some(t) = named_title(data) {
-        return Some(t);
+    named_title(data).or_else(|| summary_title(data))
+}
+
+/// [`title_hint`]'s summary title.
+fn summary_title(data: &[u8]) -> Option<String> {
+    let summaries: Vec<(String, String)> = lines_of_type(data, "summary")
+        .into_iter()
+        .filter_map(|v| {
+            let leaf = get_str(&v, "leafUuid")?.to_owned();
+            let text = get_str(&v, "summary")
+                .map(str::trim)
+                .filter(|t| !t.is_empty())?;
+            Some((leaf, text.to_owned()))
+        })
+        .collect();
+    if summaries.is_empty() {
+        return None;
     }
-    for line in data.split(|&b| b == b'\n').take(64) {
-        if !line.starts_with(br#"{"type":"summary""#) {
-            continue;
-        }
-        let Some(v) = std::str::from_utf8(line)
-            .ok()
-            .and_then(|t| crate::event::parse_json(t.trim_end()).ok())
-        else {
+    let leaves: std::collections::HashSet<&str> =
+        summaries.iter().map(|(leaf, _)| leaf.as_str()).collect();
+    // Where each leaf is a line of the file: one pass over the file's own `uuid` members (inside
+    // a JSON string the quotes are escaped: only a line's own members match).
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let needle = br#""uuid":""#;
+    for i in memchr::memmem::find_iter(data, needle) {
+        let from = i + needle.len();
+        let Some(len) = data.get(from..).and_then(|rest| memchr::memchr(b'"', rest)) else {
             continue;
         };
-        let Some(leaf) = get_str(&v, "leafUuid") else {
+        let Some(uuid) = std::str::from_utf8(&data[from..from + len]).ok() else {
             continue;
         };
-        let mark = format!("\"uuid\":{}", js(leaf));
-        if memchr::memmem::find(data, mark.as_bytes()).is_some() {
-            return get_str(&v, "summary").map(str::to_owned);
+        if let Some(leaf) = leaves.get(uuid) {
+            at.insert(leaf, i);
         }
     }
-    None
+    summaries
+        .iter()
+        .filter_map(|(leaf, text)| at.get(leaf.as_str()).map(|&i| (i, text)))
+        .max_by_key(|&(i, _)| i)
+        .map(|(_, text)| text.clone())
+}
+
+/// The lines of `data` whose `type` is `kind`, parsed (found by the quoted name, with or
+/// without spaces around the colon: inside a JSON string the quotes are escaped, so only a
+/// line's own members match), in the file's order.
+fn lines_of_type(data: &[u8], kind: &str) -> Vec<Value> {
+    let needle = format!("\"{kind}\"");
+    let mut last_start = None;
+    memchr::memmem::find_iter(data, needle.as_bytes())
+        .map(|at| {
+            let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |i| at + i);
+            (start, end)
+        })
+        .filter(|&(start, _)| {
+            // A line that names the type more than once is read once.
+            let new = last_start != Some(start);
+            last_start = Some(start);
+            new
+        })
+        .filter_map(|(start, end)| {
+            std::str::from_utf8(&data[start..end])
+                .ok()
+                .and_then(|t| crate::event::parse_json(t.trim_end()).ok())
+                .filter(|v| get_str(v, "type") == Some(kind))
+        })
+        .collect()
 }
 
 /// The title Claude Code gave the session in `data` (2.1.2xx): the last `custom-title` line's
@@ -100,23 +147,21 @@ pub(crate) fn named_title(data: &[u8]) -> Option<String> {
 
 /// The `member` of the last line of type `kind` in `data` that has a non-empty one.
 fn last_title(data: &[u8], kind: &str, member: &str) -> Option<String> {
-    // Inside a JSON string the quotes are escaped: only a line's own members match.
-    let needle = format!("\"type\":\"{kind}\"");
-    let mut last = None;
-    for at in memchr::memmem::find_iter(data, needle.as_bytes()) {
-        let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |i| i + 1);
-        let end = memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |i| at + i);
-        let title = std::str::from_utf8(&data[start..end])
-            .ok()
-            .and_then(|t| crate::event::parse_json(t.trim_end()).ok())
-            .filter(|v| get_str(v, "type") == Some(kind))
-            .and_then(|v| get_str(&v, member).map(str::trim).map(str::to_owned))
-            .filter(|t| !t.is_empty());
-        if title.is_some() {
-            last = title;
-        }
-    }
-    last
+    lines_of_type(data, kind).into_iter().rev().find_map(|v| {
+        get_str(&v, member)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+    })
+}
+
+/// Whether `data` (a run's new lines) may hold a line that names the session: a `summary`,
+/// `ai-title` or `custom-title` line (a cheap look for the quoted names; [`title_hint`] reads
+/// the lines).
+pub(crate) fn may_name(data: &[u8]) -> bool {
+    ["\"summary\"", "\"ai-title\"", "\"custom-title\""]
+        .iter()
+        .any(|n| memchr::memmem::find(data, n.as_bytes()).is_some())
 }
 
 /// How many `uuid`s of "Warmup" lines the import state keeps for the next run.

@@ -1191,7 +1191,7 @@ fn continue_session(
 /// or `custom-title` line: [`claude_code::named_title`]), unless the session's title is not the
 /// one the file gave before (set by hand: kept).
 fn retitle(session: &Session, format: Format, data: &[u8], lines: &NewLines<'_>) -> Result<()> {
-    if format != Format::ClaudeCode || claude_code::named_title(lines.new_data).is_none() {
+    if format != Format::ClaudeCode || !claude_code::may_name(lines.new_data) {
         return Ok(());
     }
     let end = lines.start + lines.new_data.len();

@@ -84,3 +84,72 @@ fn ai_and_custom_title_lines_name_the_session_and_a_later_one_renames_it() {
     run(&lines);
     assert_eq!(title().as_deref(), Some("mine"));
 }
+
+/// Found by the third sweep: Claude Code 2.0.76 and 2.1.x append `summary` lines late in a
+/// session's file (lines 85, 351, 4033 of real files), and only the first 64 lines were read,
+/// so those sessions had no title; a title line written with spaces (`"type": "ai-title"`) was
+/// not found either. Now a summary whose leaf is in the file counts wherever it is, the one of
+/// the latest leaf when there are several.
+#[test]
+fn a_summary_anywhere_in_the_file_is_the_title_of_its_latest_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = |n: u32| {
+        format!(
+            r#"{{"parentUuid":null,"type":"user","message":{{"role":"user","content":"question {n}"}},"uuid":"u{n}","timestamp":"2026-01-10T12:00:00.{n:03}Z","sessionId":"t5","version":"2.0.76"}}"#
+        )
+    };
+    let summary = |leaf: u32, t: &str| {
+        format!(r#"{{"type":"summary","summary":"{t}","leafUuid":"u{leaf}"}}"#)
+    };
+    let mut lines: Vec<String> = (1..=100).map(user).collect();
+    lines.insert(80, summary(40, "Early part"));
+    lines.push(summary(99, "The whole conversation"));
+    lines.push(summary(50, "Middle part"));
+    lines.push(summary(7777, "Another file's conversation"));
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "t5.jsonl", &refs, "\n");
+    let created = import_keep_open(&store, &file, false).created;
+    assert_eq!(
+        store.info(&created[0]).unwrap().title.as_deref(),
+        Some("The whole conversation")
+    );
+    // Spaces around the colons: read as any line is.
+    let spaced = [
+        user(1),
+        r#"{"type": "ai-title", "aiTitle": "Spaced title", "sessionId": "t6"}"#.to_string(),
+    ];
+    let refs: Vec<&str> = spaced.iter().map(String::as_str).collect();
+    let file = write(dir.path(), "t6.jsonl", &refs, "\n");
+    let created = import_keep_open(&store, &file, false).created;
+    assert_eq!(
+        store.info(&created[0]).unwrap().title.as_deref(),
+        Some("Spaced title")
+    );
+}
+
+/// Found by the third sweep: a `--keep-open` run of a file being written held back the answer
+/// a `summary` line names, so the session got no title from it, and later runs took titles
+/// only from `ai-title`/`custom-title` lines: the split import stayed untitled while a one-shot
+/// import was titled. A later run whose lines hold a summary titles the session too.
+#[test]
+fn a_later_run_takes_the_title_of_a_summary_whose_leaf_it_brings() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"what is this icon?"},"uuid":"u1","timestamp":"2026-02-01T10:00:00.000Z","sessionId":"t7","version":"2.1.29"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"model":"claude-opus-4-5-20251101","id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"A robot."}],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":3}},"uuid":"a1","timestamp":"2026-02-01T10:00:02.000Z","sessionId":"t7","version":"2.1.29"}"#,
+        r#"{"type":"summary","summary":"Friendly Robot Icon","leafUuid":"a1"}"#,
+        r#"{"parentUuid":"a1","isSidechain":false,"type":"user","message":{"role":"user","content":"thanks"},"uuid":"u2","timestamp":"2026-02-01T10:00:05.000Z","sessionId":"t7","version":"2.1.29"}"#,
+    ];
+    let store = Store::open(dir.path().join("store")).unwrap();
+    // The first run sees the file being written, up to the summary: the answer waits.
+    let file = write(dir.path(), "t7.jsonl", &lines[..3], "\n");
+    let first = import_keep_open(&store, &file, true);
+    assert_eq!(first.created.len(), 1, "{first:?}");
+    let file = write(dir.path(), "t7.jsonl", &lines, "\n");
+    import_keep_open(&store, &file, false);
+    assert_eq!(
+        store.info("claude-t7").unwrap().title.as_deref(),
+        Some("Friendly Robot Icon")
+    );
+}
