@@ -155,13 +155,13 @@ fn last_title(data: &[u8], kind: &str, member: &str) -> Option<String> {
     })
 }
 
-/// Whether `data` (a run's new lines) may hold a line that names the session: a `summary`,
-/// `ai-title` or `custom-title` line (a cheap look for the quoted names; [`title_hint`] reads
-/// the lines).
+/// Whether `data` (a run's new lines) holds a line that may name the session: a `summary`,
+/// `ai-title` or `custom-title` line (only then does a run read the whole file for its title:
+/// a `summary` member in a tool's result is no such line).
 pub(crate) fn may_name(data: &[u8]) -> bool {
-    ["\"summary\"", "\"ai-title\"", "\"custom-title\""]
+    ["summary", "ai-title", "custom-title"]
         .iter()
-        .any(|n| memchr::memmem::find(data, n.as_bytes()).is_some())
+        .any(|kind| !lines_of_type(data, kind).is_empty())
 }
 
 /// How many `uuid`s of "Warmup" lines the import state keeps for the next run.
