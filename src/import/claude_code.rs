@@ -90,10 +90,19 @@ fn summary_title(data: &[u8]) -> Option<String> {
     // Where each leaf is a line of the file: one pass over the file's own `uuid` members (inside
     // a JSON string the quotes are escaped: only a line's own members match).
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let needle = br#""uuid":""#;
+    let needle = br#""uuid""#;
     for i in memchr::memmem::find_iter(data, needle) {
-        let from = i + needle.len();
-        let Some(len) = data.get(from..).and_then(|rest| memchr::memchr(b'"', rest)) else {
+        // `"uuid":"…"`, with or without spaces around the colon.
+        let rest = data.get(i + needle.len()..).unwrap_or_default();
+        let rest = rest.trim_ascii_start();
+        let Some(rest) = rest.strip_prefix(b":").map(<[u8]>::trim_ascii_start) else {
+            continue;
+        };
+        let Some(rest) = rest.strip_prefix(b"\"") else {
+            continue;
+        };
+        let from = data.len() - rest.len();
+        let Some(len) = memchr::memchr(b'"', rest) else {
             continue;
         };
         let Some(uuid) = std::str::from_utf8(&data[from..from + len]).ok() else {

@@ -126,6 +126,17 @@ fn a_summary_anywhere_in_the_file_is_the_title_of_its_latest_leaf() {
         store.info(&created[0]).unwrap().title.as_deref(),
         Some("Spaced title")
     );
+    // A summary's leaf written with spaces around its colons (claude-code-log's fixtures).
+    let spaced_leaf = [
+        r#"{"type": "user", "timestamp": "2025-06-14T10:04:00Z", "parentUuid": null, "sessionId": "t8", "uuid": "msg_011", "message": {"role": "user", "content": "decorators?"}}"#,
+        r#"{"type":"summary","summary":"Python decorators","leafUuid":"msg_011"}"#,
+    ];
+    let file = write(dir.path(), "t8.jsonl", &spaced_leaf, "\n");
+    let created = import_keep_open(&store, &file, false).created;
+    assert_eq!(
+        store.info(&created[0]).unwrap().title.as_deref(),
+        Some("Python decorators")
+    );
 }
 
 /// Found by the third sweep: a `--keep-open` run of a file being written held back the answer
