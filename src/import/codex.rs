@@ -133,6 +133,10 @@ struct State {
     saw_mirrors: bool,
     /// The index of the line being built.
     line: usize,
+    /// The index of the first user message taken for context since the last mirror or model
+    /// output, in a file with mirrors: newer Codex (0.142) writes a prompt's mirror after it,
+    /// so with `keep_open` the lines are held from it while the mirror may still come.
+    unmirrored: Option<usize>,
     /// A hash of the base instructions the last `session_meta` gave (BLAKE3, hex): Codex
     /// Desktop writes the same `session_meta` again at each turn's start, which changes
     /// nothing the model is sent.
@@ -193,6 +197,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             .unwrap_or_default(),
         saw_mirrors: flag("sawMirrors"),
         line: 0,
+        unmirrored: None,
         instructions: r("instructions").and_then(Value::as_str).map(str::to_owned),
         rollback: r("rollbackTo").map(Value::as_u64),
         deferred: Vec::new(),
@@ -280,6 +285,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                     // a new request (in a file whose prompts are only these mirrors, two
                     // answers would run together).
                     "user_message" => {
+                        st.unmirrored = None;
                         flush(b, &mut st);
                         if b.step_is_open() {
                             b.end_step();
@@ -384,6 +390,13 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         // written as two messages, the first call would be unanswered when the second comes),
         // its token count. After reasoning, it surely does.
         b.hold.add(st.pending.from, st.pending.ends_reasoning);
+    }
+    if b.keep_open {
+        // A user message the lines end with (nothing but context after it) whose mirror may
+        // still come: while the file is being written, it waits for the next run.
+        if let Some(from) = st.unmirrored {
+            b.hold.add(from, false);
+        }
     }
     flush(b, &mut st);
     b.finish(!st.saw_task_events);
@@ -496,7 +509,12 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                     let typed = if st.prompts.is_empty() && !st.saw_mirrors {
                         !is_injected(content)
                     } else {
+                        // A prompt sent as several text items (0.142) is mirrored as their
+                        // concatenation.
                         texts_of(content).any(|t| st.prompts.contains(t.trim()))
+                            || st
+                                .prompts
+                                .contains(texts_of(content).collect::<String>().trim())
                     };
                     let envelope = if typed {
                         if b.turn().is_some() && st.turn_has_prompt {
@@ -507,6 +525,9 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                         st.after_output = false;
                         "{\"source\":\"codex\",\"kind\":\"prompt\"}"
                     } else {
+                        if st.saw_mirrors {
+                            st.unmirrored.get_or_insert(st.line);
+                        }
                         "{\"source\":\"codex\",\"kind\":\"context\"}"
                     };
                     // A rollback is applied by the next message that starts a user turn by
@@ -690,6 +711,7 @@ fn exit_code_in_header(text: &str) -> Option<i64> {
 
 /// A model output item arrives: after a tool output it starts a new request (step).
 fn model_output(b: &mut Builder<'_>, st: &mut State) {
+    st.unmirrored = None;
     if st.after_output {
         flush(b, st);
         b.end_step();

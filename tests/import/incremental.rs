@@ -13,8 +13,9 @@ use crate::import_formats::{
     prefix_lines, reader, types, write,
 };
 
-/// What a comparison of two imports of one file looks at: the derived history, and the
-/// statistics a user reads (events by type, turns, steps, tokens, end reasons, open calls).
+/// What a comparison of two imports of one file looks at: the derived history, what each user
+/// message was taken for (its envelope: a typed prompt, context, …), and the statistics a user
+/// reads (events by type, turns, steps, tokens, end reasons, open calls).
 /// The messages' seqs are left out when `seqs` is false (a run that does not keep the turn open
 /// writes a response when it ends, before lines of it a later run reads).
 fn fingerprint(r: &SessionReader, seqs: bool) -> (String, String) {
@@ -29,7 +30,14 @@ fn fingerprint(r: &SessionReader, seqs: bool) -> (String, String) {
         "{:?} turns {} steps {} {:?} {:?} unanswered {}",
         s.by_type, s.turns, s.steps, s.tokens, s.end_reasons, s.unanswered_calls
     );
-    (format!("{messages:?}"), stats)
+    let envelopes: Vec<String> = events(r)
+        .iter()
+        .filter_map(|e| match &e.data {
+            EventData::UserMessage(m) => Some(format!("{:?}", m.envelope)),
+            _ => None,
+        })
+        .collect();
+    (format!("{messages:?} {envelopes:?}"), stats)
 }
 
 /// Sets a file's modification time a minute back: a file its agent stopped writing.
@@ -792,4 +800,29 @@ fn a_codex_tool_search_in_runs_imports_as_in_one() {
         "rollout-ts-1.jsonl",
         &crate::sweep_regressions::CODEX_TOOL_SEARCH,
     );
+}
+
+/// Found by the fourth sweep: newer Codex (0.142) writes a prompt's `user_message` mirror right
+/// after the message. A `--keep-open` run that ended between the two took the prompt for
+/// context (its mirror was not among the run's lines), so the turn had no prompt; a one-shot
+/// import takes it for the prompt. The message now waits for the next run while the file is
+/// being written.
+#[test]
+fn a_codex_prompt_whose_mirror_comes_after_it_in_the_next_run_is_a_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"timestamp":"2026-06-30T07:38:36.385Z","type":"session_meta","payload":{"id":"m-after","cwd":"/w","originator":"Codex Desktop","cli_version":"0.142.3"}}"#,
+        r#"{"timestamp":"2026-06-30T07:38:38.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+        r#"{"timestamp":"2026-06-30T07:38:38.500Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd /w</environment_context>"}]}}"#,
+        r#"{"timestamp":"2026-06-30T07:38:38.612Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"what next?\n"}]}}"#,
+        r#"{"timestamp":"2026-06-30T07:38:38.612Z","type":"event_msg","payload":{"type":"user_message","message":"what next?\n","images":[]}}"#,
+        r#"{"timestamp":"2026-06-30T07:38:40.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Step one."}]}}"#,
+        r#"{"timestamp":"2026-06-30T07:38:40.100Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}"#,
+        r#"{"timestamp":"2026-06-30T07:41:04.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}"#,
+        r#"{"timestamp":"2026-06-30T07:41:04.302Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"which functions?\n"}]}}"#,
+        r#"{"timestamp":"2026-06-30T07:41:04.302Z","type":"event_msg","payload":{"type":"user_message","message":"which functions?\n","images":[]}}"#,
+        r#"{"timestamp":"2026-06-30T07:41:06.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"map and fold."}]}}"#,
+        r#"{"timestamp":"2026-06-30T07:41:06.100Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2"}}"#,
+    ];
+    assert_every_cut_equals_one_shot(dir.path(), "rollout-m-after.jsonl", &lines);
 }

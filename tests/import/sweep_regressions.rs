@@ -678,3 +678,33 @@ fn a_codex_tool_search_is_a_call_and_its_output_a_result() {
     );
     assert_eq!(history[3]["content"][0]["text"], "checking");
 }
+
+/// Found by the fourth sweep: Codex 0.142 sends some prompts (a guardian subagent's request)
+/// as several `input_text` items, and mirrors them as one `user_message`, their concatenation.
+/// No single item equals the mirror, so every such prompt was taken for context and every turn
+/// had no prompt. A message whose texts together equal a mirror is a prompt.
+#[test]
+fn a_codex_prompt_in_several_text_items_matches_its_mirror() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-multi.jsonl",
+        &[
+            r#"{"timestamp":"2026-07-06T09:11:55.000Z","type":"session_meta","payload":{"id":"multi","cwd":"/tmp","originator":"Codex Desktop","cli_version":"0.142.5"}}"#,
+            r#"{"timestamp":"2026-07-06T09:11:55.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+            r#"{"timestamp":"2026-07-06T09:11:55.100Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd /tmp</environment_context>"}]}}"#,
+            r#"{"timestamp":"2026-07-06T09:11:55.200Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Part one of the request.\n"},{"type":"input_text","text":"Part two.\n"}]}}"#,
+            r#"{"timestamp":"2026-07-06T09:11:55.200Z","type":"event_msg","payload":{"type":"user_message","message":"Part one of the request.\nPart two.\n","images":[]}}"#,
+            r#"{"timestamp":"2026-07-06T09:11:56.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}}"#,
+            r#"{"timestamp":"2026-07-06T09:11:56.100Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}"#,
+        ],
+        Some(Format::Codex),
+    );
+    let kinds: Vec<String> = lines_of(&store, "codex-multi")
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "user/message")
+        .map(|v| v["data"]["envelope"]["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["context", "prompt"]);
+}
