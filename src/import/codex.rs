@@ -26,6 +26,8 @@ const INJECTED: &[&str] = &[
     "<user_shell_command>",
     "<turn_aborted>",
     "<collaboration_mode>",
+    "<recommended_plugins>",
+    "<subagent_notification>",
 ];
 
 /// Cumulative token totals of a `token_count`.
@@ -547,6 +549,25 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                 }
             }
             b.end_line("response_item/message");
+        }
+        // A message another agent of the thread sent this one (0.144 multi-agent: a
+        // subagent's final answer to the root): input the model reads, and the model's next
+        // output is a new request.
+        "agent_message" => {
+            flush(b, st);
+            if b.step_is_open() {
+                b.end_step();
+            }
+            st.after_output = false;
+            let mut envelope = String::from("{\"source\":\"codex\",\"kind\":\"agent-message\"");
+            for key in ["author", "recipient"] {
+                if let Some(v) = get_str(p, key) {
+                    envelope.push_str(&format!(",\"{key}\":{}", js(v)));
+                }
+            }
+            envelope.push('}');
+            b.user(&blocks_of(get(p, "content")), &envelope);
+            b.end_line("response_item/agent_message");
         }
         "reasoning" => {
             model_output(b, st);

@@ -708,3 +708,86 @@ fn a_codex_prompt_in_several_text_items_matches_its_mirror() {
         .collect();
     assert_eq!(kinds, ["context", "prompt"]);
 }
+
+/// Found by the fourth sweep: in a Codex 0.144 multi-agent thread, a subagent's answer reaches
+/// the root agent as a `response_item` `agent_message` (input text the model reads). It was
+/// kept as an `import/line`, so the history lacked what the model was answering, and the
+/// request after it ran on in the step before. It is a `user/message` now (envelope kind
+/// `agent-message`, with its author and recipient), and the next output a new step.
+#[test]
+fn a_codex_agent_message_is_input_the_model_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-agents.jsonl",
+        &[
+            r#"{"timestamp":"2026-07-10T10:00:00.000Z","type":"session_meta","payload":{"id":"agents","cwd":"/w","originator":"codex-tui","cli_version":"0.144.0-alpha.4"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:01.100Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"review the diff"}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:01.100Z","type":"event_msg","payload":{"type":"user_message","message":"review the diff"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"wait_agent","call_id":"w1","arguments":"{}"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:09.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"w1","output":"done"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:09.100Z","type":"inter_agent_communication_metadata","payload":{"author":"/root/a"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:09.200Z","type":"response_item","payload":{"type":"agent_message","author":"/root/a","recipient":"/root","content":[{"type":"input_text","text":"Message Type: FINAL_ANSWER\nNo issue found."}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:10.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"All clear."}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:10.100Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}"#,
+        ],
+        Some(Format::Codex),
+    );
+    let history: Vec<serde_json::Value> = history(&store, "codex-agents")
+        .iter()
+        .map(|m| serde_json::from_str(m).unwrap())
+        .collect();
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "user", "assistant"]);
+    assert_eq!(
+        history[3]["content"][0]["text"],
+        "Message Type: FINAL_ANSWER\nNo issue found."
+    );
+    let lines: Vec<serde_json::Value> = lines_of(&store, "codex-agents")
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let agent = lines
+        .iter()
+        .find(|v| v["type"] == "user/message" && v["data"]["envelope"]["kind"] == "agent-message")
+        .expect("the agent message");
+    assert_eq!(agent["data"]["envelope"]["author"], "/root/a");
+    let steps = lines.iter().filter(|v| v["type"] == "step/start").count();
+    assert_eq!(steps, 2);
+}
+
+/// Found by the fourth sweep: Codex 0.142 and 0.144 inject `<recommended_plugins>` and
+/// `<subagent_notification>` messages as user messages. In lines without mirrors (a first run
+/// that ends before the first mirror), they were taken for typed prompts: each started a turn
+/// of its own. They are context, by their markup.
+#[test]
+fn codex_plugin_and_subagent_notices_are_context() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = import_lines(
+        tmp.path(),
+        "rollout-notices.jsonl",
+        &[
+            r#"{"timestamp":"2026-07-10T10:00:00.000Z","type":"session_meta","payload":{"id":"notices","cwd":"/w","originator":"codex-tui","cli_version":"0.144.0"}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<recommended_plugins>\nHere is a list of plugins\n</recommended_plugins>"},{"type":"input_text","text":"<environment_context>\n<cwd>/w</cwd>\n</environment_context>"}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"explore the repo"}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:03.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Spawning a helper."}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:09.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<subagent_notification>\n{\"status\":{\"completed\":\"PASS\"}}\n</subagent_notification>"}]}}"#,
+            r#"{"timestamp":"2026-07-10T10:00:10.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}"#,
+        ],
+        Some(Format::Codex),
+    );
+    let kinds: Vec<String> = lines_of(&store, "codex-notices")
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "user/message" || v["type"] == "turn/start")
+        .map(|v| match v["data"]["envelope"]["kind"].as_str() {
+            Some(kind) => kind.to_owned(),
+            None => v["type"].as_str().unwrap().to_owned(),
+        })
+        .collect();
+    assert_eq!(kinds, ["context", "turn/start", "prompt", "context"]);
+}
