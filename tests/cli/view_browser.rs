@@ -708,6 +708,23 @@ fn numbers_direction_and_turn_headers_as_the_log_holds_them() {
     assert_quiet(&mut browser, &page, &path);
 }
 
+/// Opens the fold "what it replaced" of the replace at each of `seqs` once the page has drawn,
+/// and returns, for each, `of_fold` (a JavaScript expression of the fold `f`), or `"no fold"`.
+fn open_replace_folds(browser: &mut Browser, page: &Page, seqs: &[u64], of_fold: &str) -> Value {
+    let seqs: Vec<String> = seqs.iter().map(u64::to_string).collect();
+    browser.eval(
+        page,
+        &format!(
+            "(async () => {{ await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
+             const folds = [{}].map(s => document.querySelector('#seq-' + s + ' details.replaced')); \
+             for (const f of folds) if (f) f.open = true; \
+             await new Promise(r => setTimeout(r, 50)); \
+             return folds.map(f => f ? {of_fold} : 'no fold'); }})()",
+            seqs.join(", ")
+        ),
+    )
+}
+
 /// Imports `lines` (one JSON event each) and returns the page written for them.
 fn page_of_lines(cli: &Cli, name: &str, lines: &[&str]) -> PathBuf {
     let src = cli.dir.path().join(format!("{name}.jsonl"));
@@ -787,16 +804,13 @@ fn a_compaction_lists_the_messages_it_replaced() {
     let path = page_of_lines(&cli, "compacted", &lines);
     let page = load(&mut browser, &path);
     // Each replace's fold: its summary line, and the links it lists once opened.
-    let folds = browser.eval(
+    let folds = open_replace_folds(
+        &mut browser,
         &page,
-        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
-         const folds = [18, 28].map(s => document.querySelector('#seq-' + s + ' details.replaced')); \
-         for (const f of folds) if (f) f.open = true; \
-         await new Promise(r => setTimeout(r, 50)); \
-         return folds.map(f => { if (!f) return 'no fold'; \
-         return [f.querySelector('summary').textContent, \
+        &[18, 28],
+        "[f.querySelector('summary').textContent, \
          [...f.querySelectorAll('.row')].map(r => r.querySelector('a').getAttribute('href')), \
-         [...f.querySelectorAll('.row')].map(r => r.textContent.split(' ')[1])]; }); })()",
+         [...f.querySelectorAll('.row')].map(r => r.textContent.split(' ')[1])]",
     );
     assert_eq!(
         folds,
@@ -880,13 +894,11 @@ fn a_replace_in_the_middle_keeps_the_order_of_the_view() {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     let path = page_of_lines(&cli, "middle", &lines);
     let page = load(&mut browser, &path);
-    let folds = browser.eval(
+    let folds = open_replace_folds(
+        &mut browser,
         &page,
-        "(async () => { await new Promise(r => requestAnimationFrame(() => setTimeout(r, 100))); \
-         const folds = [6, 10, 14].map(s => document.querySelector('#seq-' + s + ' details.replaced')); \
-         for (const f of folds) if (f) f.open = true; \
-         await new Promise(r => setTimeout(r, 50)); \
-         return folds.map(f => f ? [...f.querySelectorAll('.row')].map(r => r.querySelector('a').getAttribute('href')) : 'no fold'); })()",
+        &[6, 10, 14],
+        "[...f.querySelectorAll('.row')].map(r => r.querySelector('a').getAttribute('href'))",
     );
     assert_eq!(
         folds,

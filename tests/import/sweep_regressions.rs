@@ -140,6 +140,23 @@ fn lines_json_parse_reads_are_imported_with_a_warning() {
     }
 }
 
+/// The events of session `id`, each as its JSON value ([`lines_of`] parsed).
+fn values_of(store: &Store, id: &str) -> Vec<serde_json::Value> {
+    lines_of(store, id)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The model-visible history of session `id`, each message as its JSON value ([`history`]
+/// parsed).
+fn history_values(store: &Store, id: &str) -> Vec<serde_json::Value> {
+    history(store, id)
+        .iter()
+        .map(|m| serde_json::from_str(m).unwrap())
+        .collect()
+}
+
 /// The model-visible history of session `id`, each message as its JSON text.
 fn history(store: &Store, id: &str) -> Vec<String> {
     store
@@ -335,14 +352,11 @@ fn codex_mirror_lines_between_the_outputs_and_the_count_keep_the_count_with_its_
         [(2000, 200, 3000, 50), (500, 60, 500, 10)]
     );
     // Every line keeps its place: the mirrors after the output, before the count.
-    let order: Vec<String> = lines_of(&store, "codex-r02")
+    let order: Vec<String> = values_of(&store, "codex-r02")
         .iter()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            match v["type"].as_str().unwrap() {
-                "import/line" => format!("line {}", v["data"]["kind"].as_str().unwrap_or("?")),
-                t => t.to_owned(),
-            }
+        .map(|v| match v["type"].as_str().unwrap() {
+            "import/line" => format!("line {}", v["data"]["kind"].as_str().unwrap_or("?")),
+            t => t.to_owned(),
         })
         .skip_while(|t| t != "tool/call")
         .take(6)
@@ -433,9 +447,8 @@ fn a_queued_message_removed_before_its_attachment_keeps_the_attachments_images()
         Some(Format::ClaudeCode),
     );
     let id = "claude-55555555-5555-5555-5555-555555555555";
-    let queued: Vec<serde_json::Value> = lines_of(&store, id)
-        .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    let queued: Vec<serde_json::Value> = values_of(&store, id)
+        .into_iter()
         .filter(|v| v["type"] == "user/message" && v["data"]["envelope"]["kind"] == "queued")
         .collect();
     assert_eq!(queued.len(), 1, "{queued:#?}");
@@ -519,9 +532,8 @@ fn a_claude_code_api_error_says_what_failed_and_the_retry() {
         ],
         Some(Format::ClaudeCode),
     );
-    let messages: Vec<String> = lines_of(&store, "claude-e1")
+    let messages: Vec<String> = values_of(&store, "claude-e1")
         .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|v| v["type"] == "error")
         .map(|v| v["data"]["message"].as_str().unwrap().to_owned())
         .collect();
@@ -609,12 +621,9 @@ fn a_repeated_codex_session_meta_is_not_a_new_system_prompt() {
         &CODEX_REPEATED_META,
         Some(Format::Codex),
     );
-    let texts: Vec<String> = history(&store, "codex-meta-2")
+    let texts: Vec<String> = history_values(&store, "codex-meta-2")
         .iter()
-        .map(|m| {
-            let v: serde_json::Value = serde_json::from_str(m).unwrap();
-            format!("{} {}", v["role"], v["content"][0]["text"])
-        })
+        .map(|v| format!("{} {}", v["role"], v["content"][0]["text"]))
         .collect();
     assert_eq!(
         texts,
@@ -662,10 +671,7 @@ fn a_codex_tool_search_is_a_call_and_its_output_a_result() {
         usages(&store, "codex-ts-1"),
         [(1528, 197, 22016, 165), (5781, 731, 22016, 516)]
     );
-    let history: Vec<serde_json::Value> = history(&store, "codex-ts-1")
-        .iter()
-        .map(|m| serde_json::from_str(m).unwrap())
-        .collect();
+    let history = history_values(&store, "codex-ts-1");
     assert_eq!(history.len(), 4, "{history:#?}");
     assert_eq!(
         history[1]["content"][0],
@@ -700,9 +706,8 @@ fn a_codex_prompt_in_several_text_items_matches_its_mirror() {
         ],
         Some(Format::Codex),
     );
-    let kinds: Vec<String> = lines_of(&store, "codex-multi")
+    let kinds: Vec<String> = values_of(&store, "codex-multi")
         .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|v| v["type"] == "user/message")
         .map(|v| v["data"]["envelope"]["kind"].as_str().unwrap().to_owned())
         .collect();
@@ -734,10 +739,7 @@ fn a_codex_agent_message_is_input_the_model_reads() {
         ],
         Some(Format::Codex),
     );
-    let history: Vec<serde_json::Value> = history(&store, "codex-agents")
-        .iter()
-        .map(|m| serde_json::from_str(m).unwrap())
-        .collect();
+    let history = history_values(&store, "codex-agents");
     let roles: Vec<&str> = history
         .iter()
         .map(|m| m["role"].as_str().unwrap())
@@ -747,10 +749,7 @@ fn a_codex_agent_message_is_input_the_model_reads() {
         history[3]["content"][0]["text"],
         "Message Type: FINAL_ANSWER\nNo issue found."
     );
-    let lines: Vec<serde_json::Value> = lines_of(&store, "codex-agents")
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = values_of(&store, "codex-agents");
     let agent = lines
         .iter()
         .find(|v| v["type"] == "user/message" && v["data"]["envelope"]["kind"] == "agent-message")
@@ -780,9 +779,8 @@ fn codex_plugin_and_subagent_notices_are_context() {
         ],
         Some(Format::Codex),
     );
-    let kinds: Vec<String> = lines_of(&store, "codex-notices")
+    let kinds: Vec<String> = values_of(&store, "codex-notices")
         .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|v| v["type"] == "user/message" || v["type"] == "turn/start")
         .map(|v| match v["data"]["envelope"]["kind"].as_str() {
             Some(kind) => kind.to_owned(),

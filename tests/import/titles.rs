@@ -107,23 +107,25 @@ fn a_summary_anywhere_in_the_file_is_the_title_of_its_latest_leaf() {
     lines.push(summary(50, "Middle part"));
     lines.push(summary(7777, "Another file's conversation"));
     let store = Store::open(dir.path().join("store")).unwrap();
+    // The title of the session made from `lines`, written as the file `name`.
+    let title_of = |name: &str, lines: &[&str]| {
+        let file = write(dir.path(), name, lines, "\n");
+        let created = import_keep_open(&store, &file, false).created;
+        store.info(&created[0]).unwrap().title
+    };
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let file = write(dir.path(), "t5.jsonl", &refs, "\n");
-    let created = import_keep_open(&store, &file, false).created;
     assert_eq!(
-        store.info(&created[0]).unwrap().title.as_deref(),
+        title_of("t5.jsonl", &refs).as_deref(),
         Some("The whole conversation")
     );
     // Spaces around the colons: read as any line is.
+    let first = user(1);
     let spaced = [
-        user(1),
-        r#"{"type": "ai-title", "aiTitle": "Spaced title", "sessionId": "t6"}"#.to_string(),
+        first.as_str(),
+        r#"{"type": "ai-title", "aiTitle": "Spaced title", "sessionId": "t6"}"#,
     ];
-    let refs: Vec<&str> = spaced.iter().map(String::as_str).collect();
-    let file = write(dir.path(), "t6.jsonl", &refs, "\n");
-    let created = import_keep_open(&store, &file, false).created;
     assert_eq!(
-        store.info(&created[0]).unwrap().title.as_deref(),
+        title_of("t6.jsonl", &spaced).as_deref(),
         Some("Spaced title")
     );
     // A summary's leaf written with spaces around its colons (claude-code-log's fixtures).
@@ -131,10 +133,8 @@ fn a_summary_anywhere_in_the_file_is_the_title_of_its_latest_leaf() {
         r#"{"type": "user", "timestamp": "2025-06-14T10:04:00Z", "parentUuid": null, "sessionId": "t8", "uuid": "msg_011", "message": {"role": "user", "content": "decorators?"}}"#,
         r#"{"type":"summary","summary":"Python decorators","leafUuid":"msg_011"}"#,
     ];
-    let file = write(dir.path(), "t8.jsonl", &spaced_leaf, "\n");
-    let created = import_keep_open(&store, &file, false).created;
     assert_eq!(
-        store.info(&created[0]).unwrap().title.as_deref(),
+        title_of("t8.jsonl", &spaced_leaf).as_deref(),
         Some("Python decorators")
     );
 }
