@@ -117,11 +117,13 @@ pub fn render(format: Format, messages: &Messages) -> Value {
 ///   the last assistant message that comes after other content (a user message steering the
 ///   agent while the tool ran, a system message) is moved up to a tool message right after
 ///   the call. A tool result that answers no `tool_calls` entry just
-///   before it becomes user text, `[result of tool call ID (NAME): TEXT]`.
+///   before it becomes user text, `[result of tool call ID (NAME): TEXT]`, which the
+///   conversation goes on with (a later result of those calls is moved up).
+/// - A `tool_use` repeating the id of an earlier one of its message is left out (both providers
+///   refuse two tool uses with one id); a second result with that id becomes text as above.
 pub fn render_openai(messages: &Messages) -> Value {
-    let hoisted = hoisted_results(messages, true);
-    let synthetic = synthetic_results(messages, true, &hoisted);
-    let orphans = orphan_results(messages, true, &hoisted);
+    let placed = placed_results(messages, true);
+    let synthetic = synthetic_results(messages, true, &placed);
     let mut out = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
         match message.role {
@@ -135,8 +137,8 @@ pub fn render_openai(messages: &Messages) -> Value {
                 let mut moved = 0;
                 for (b, block) in message.content.iter().enumerate() {
                     match block {
-                        _ if hoisted.moved.contains(&(index, b)) => moved += 1,
-                        Block::ToolResult { .. } if orphans.contains(&(index, b)) => {
+                        _ if placed.moved.contains(&(index, b)) => moved += 1,
+                        Block::ToolResult { .. } if placed.orphans.contains(&(index, b)) => {
                             rest.push(orphan_text(block));
                         }
                         Block::ToolResult {
@@ -158,7 +160,7 @@ pub fn render_openai(messages: &Messages) -> Value {
             }
             Role::Assistant => {
                 out.push(openai_assistant(message));
-                let moved = hoisted.after.get(&index).map_or(&[][..], Vec::as_slice);
+                let moved = placed.after.get(&index).map_or(&[][..], Vec::as_slice);
                 for block in blocks_at(messages, moved) {
                     if let Block::ToolResult {
                         tool_use_id,
@@ -176,51 +178,6 @@ pub fn render_openai(messages: &Messages) -> Value {
         }
     }
     Value::Array(out)
-}
-
-/// The `tool_result` blocks (message index, block index) that answer no `tool_use` of the
-/// assistant message right before (the last assistant message, with only user messages, and
-/// for Anthropic system messages, between), or answer one a second time: a `tool_use` replaced
-/// away, say. Providers refuse such a result; the renderings show it as text
-/// ([`orphan_text`]).
-fn orphan_results(
-    messages: &Messages,
-    system_separates: bool,
-    hoisted: &Hoisted,
-) -> HashSet<(usize, usize)> {
-    let mut out = HashSet::new();
-    let mut open: Vec<&str> = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        match m.role {
-            Role::Assistant => open = tool_use_ids(m),
-            Role::System if system_separates => open.clear(),
-            Role::System => {}
-            Role::User => {
-                for (b, block) in m.content.iter().enumerate() {
-                    if hoisted.moved.contains(&(i, b)) {
-                        continue;
-                    }
-                    if let Block::ToolResult { tool_use_id, .. } = block {
-                        match open.iter().position(|id| *id == tool_use_id.as_str()) {
-                            Some(at) => {
-                                open.remove(at);
-                            }
-                            None => {
-                                out.insert((i, b));
-                            }
-                        }
-                    }
-                }
-                if m.content
-                    .iter()
-                    .any(|b| !matches!(b, Block::ToolResult { .. }))
-                {
-                    open.clear();
-                }
-            }
-        }
-    }
-    out
 }
 
 /// A tool result that answers no tool use in the history, as a text block:
@@ -266,74 +223,102 @@ pub const OUTCOME_UNKNOWN: &str =
 /// open, no result yet) that other content follows: a user message steering the agent while
 /// the tool runs. Providers refuse a tool use without its result before the conversation goes
 /// on, and the outcome is not known yet; when the result is logged, it takes this one's place
-/// (moved up right after the call, [`Hoisted`]).
+/// (moved up right after the call, [`Placed`]).
 const OUTCOME_PENDING: &str =
     "TOOL_OUTCOME_UNKNOWN: the history holds no result for this tool call yet (it is still running)";
 
-/// Results that answer a `tool_use` of an assistant message but come after other content
-/// before the next assistant message (a user message steering the agent while its tool ran,
-/// or for OpenAI a system message): providers want a call's result right after it, so the
-/// renderings move such a result there; the neutral projection keeps it where it was recorded.
+/// Where the renderings put each `tool_result` block, decided in one pass over the history so
+/// that every result is either a provider's tool result right after its call or text.
+///
+/// A result answers a `tool_use` of the last assistant message before it that no earlier result
+/// answered. One that comes after other content before that next assistant message (a user
+/// message steering the agent while its tool ran, text shown for a result that answers
+/// nothing, or for OpenAI a system message) is moved up to right after the call: providers want
+/// a call's result right after it. A result that answers nothing (its call replaced away,
+/// answered already, or in an earlier response) is an orphan, shown as text ([`orphan_text`]),
+/// which is content the conversation goes on with. The neutral projection keeps everything
+/// where it was recorded.
 #[derive(Default)]
-struct Hoisted {
+struct Placed {
     /// Per assistant message (by index): the result blocks (message index, block index) to
     /// render right after it, in order.
     after: HashMap<usize, Vec<(usize, usize)>>,
     /// Every moved block's place, skipped where it stands.
     moved: HashSet<(usize, usize)>,
+    /// The results that answer no `tool_use`, shown as text where they stand.
+    orphans: HashSet<(usize, usize)>,
 }
 
-fn hoisted_results(messages: &Messages, system_separates: bool) -> Hoisted {
-    let list: Vec<&Message> = messages.iter().collect();
-    let mut out = Hoisted::default();
-    for (i, m) in list.iter().enumerate() {
-        if m.role != Role::Assistant {
-            continue;
-        }
-        let uses = tool_use_ids(m);
-        if uses.is_empty() {
-            continue;
-        }
-        let mut answered: HashSet<&str> = HashSet::new();
-        let mut moved_on = false;
-        for (j, later) in list.iter().enumerate().skip(i + 1) {
-            match later.role {
-                Role::Assistant => break,
-                Role::System => moved_on |= system_separates,
-                Role::User => {
-                    let mut other = false;
-                    for (b, block) in later.content.iter().enumerate() {
-                        match block {
-                            Block::ToolResult { tool_use_id, .. }
-                                if uses.contains(&tool_use_id.as_str())
-                                    && answered.insert(tool_use_id.as_str()) =>
-                            {
-                                if moved_on {
-                                    out.after.entry(i).or_default().push((j, b));
-                                    out.moved.insert((j, b));
+fn placed_results(messages: &Messages, system_separates: bool) -> Placed {
+    let mut out = Placed::default();
+    // The last assistant message, its tool uses no result answered yet, and whether other
+    // content came after it.
+    let mut owner: Option<usize> = None;
+    let mut open: Vec<&str> = Vec::new();
+    let mut moved_on = false;
+    for (j, m) in messages.iter().enumerate() {
+        match m.role {
+            Role::Assistant => {
+                owner = Some(j);
+                open = tool_use_ids(m);
+                moved_on = false;
+            }
+            Role::System => moved_on |= system_separates,
+            Role::User => {
+                // The renderings put a message's results before the rest of it.
+                let mut other = false;
+                for (b, block) in m.content.iter().enumerate() {
+                    match block {
+                        Block::ToolResult { tool_use_id, .. } => {
+                            match open.iter().position(|id| *id == tool_use_id.as_str()) {
+                                Some(at) => {
+                                    open.remove(at);
+                                    if let (true, Some(i)) = (moved_on, owner) {
+                                        out.after.entry(i).or_default().push((j, b));
+                                        out.moved.insert((j, b));
+                                    }
+                                }
+                                None => {
+                                    out.orphans.insert((j, b));
+                                    other = true;
                                 }
                             }
-                            Block::ToolResult { .. } => {}
-                            _ => other = true,
                         }
+                        _ => other = true,
                     }
-                    moved_on |= other;
                 }
+                moved_on |= other;
             }
         }
     }
     out
 }
 
-/// The ids of a message's `tool_use` blocks, in order.
+/// The ids of a message's `tool_use` blocks, in order, each once: a block repeating an id of an
+/// earlier one of the message is not rendered ([`repeated_tool_use`]).
 fn tool_use_ids(m: &Message) -> Vec<&str> {
-    m.content
+    let mut ids: Vec<&str> = Vec::new();
+    for b in &m.content {
+        if let Block::ToolUse { id, .. } = b {
+            if !ids.contains(&id.as_str()) {
+                ids.push(id.as_str());
+            }
+        }
+    }
+    ids
+}
+
+/// Whether the block at `index` of `content` is a `tool_use` whose id an earlier `tool_use` of
+/// the same message has (a line repeated in a damaged source file, say). Both providers refuse
+/// two tool uses with one id, so the renderings keep the first: the result answering it is
+/// the first result with that id, and a second is shown as text ([`orphan_text`]).
+fn repeated_tool_use(content: &[Block], index: usize) -> bool {
+    let Some(Block::ToolUse { id, .. }) = content.get(index) else {
+        return false;
+    };
+    content[..index]
         .iter()
-        .filter_map(|b| match b {
-            Block::ToolUse { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
-        .collect()
+        .any(|b| matches!(b, Block::ToolUse { id: earlier, .. } if earlier == id))
 }
 
 /// The blocks of `places` (message index, block index) in `messages`.
@@ -359,7 +344,7 @@ fn blocks_at<'m>(messages: &'m Messages, places: &[(usize, usize)]) -> Vec<&'m B
 fn synthetic_results(
     messages: &Messages,
     system_separates: bool,
-    hoisted: &Hoisted,
+    placed: &Placed,
 ) -> HashMap<usize, Vec<(String, &'static str)>> {
     let list: Vec<&Message> = messages.iter().collect();
     let in_flight: Vec<(u64, &str)> = messages.in_flight().collect();
@@ -371,13 +356,17 @@ fn synthetic_results(
         }
         let mut answered = HashSet::new();
         let mut went_on = false;
-        for later in &list[i + 1..] {
+        for (j, later) in list.iter().enumerate().skip(i + 1) {
             let mut moved_on = false;
             match later.role {
                 Role::Assistant => moved_on = true,
                 Role::User => {
-                    for b in &later.content {
-                        match b {
+                    for (b, block) in later.content.iter().enumerate() {
+                        match block {
+                            // Shown as text: it answers nothing.
+                            Block::ToolResult { .. } if placed.orphans.contains(&(j, b)) => {
+                                moved_on = true;
+                            }
                             Block::ToolResult { tool_use_id, .. } => {
                                 answered.insert(tool_use_id.as_str());
                             }
@@ -394,7 +383,7 @@ fn synthetic_results(
                 break;
             }
         }
-        for block in blocks_at(messages, hoisted.after.get(&i).map_or(&[], Vec::as_slice)) {
+        for block in blocks_at(messages, placed.after.get(&i).map_or(&[], Vec::as_slice)) {
             if let Block::ToolResult { tool_use_id, .. } = block {
                 answered.insert(tool_use_id.as_str());
             }
@@ -450,8 +439,9 @@ fn chat_message(role: &str, content: Value) -> Value {
 fn openai_assistant(message: &Message) -> Value {
     let mut calls = Vec::new();
     let mut rest = Vec::new();
-    for block in &message.content {
+    for (b, block) in message.content.iter().enumerate() {
         match block {
+            _ if repeated_tool_use(&message.content, b) => {}
             Block::ToolUse {
                 id, name, input, ..
             } => calls.push(object(
@@ -685,11 +675,11 @@ fn openai_tool_content(content: &ToolContent) -> Value {
 ///   of a call of the last assistant message that comes after other user content (a message
 ///   steering the agent while the tool ran) is moved up, first in the user message after the
 ///   call; and a result that answers no `tool_use` of the assistant message before it becomes a
-///   text block, as for OpenAI.
+///   text block, as for OpenAI. A `tool_use` repeating the id of an earlier one of its message
+///   is left out, as for OpenAI.
 pub fn render_anthropic(messages: &Messages) -> Value {
-    let hoisted = hoisted_results(messages, false);
-    let synthetic = synthetic_results(messages, false, &hoisted);
-    let orphans = orphan_results(messages, false, &hoisted);
+    let placed = placed_results(messages, false);
+    let synthetic = synthetic_results(messages, false, &placed);
     let mut system = Vec::new();
     // (role, tool results, the rest) per message, then merged by role.
     let mut rendered: Vec<(Role, Vec<Value>, Vec<Value>)> = Vec::new();
@@ -705,11 +695,11 @@ pub fn render_anthropic(messages: &Messages) -> Value {
         }
         let (mut results, mut rest) = (Vec::new(), Vec::new());
         for (b, block) in message.content.iter().enumerate() {
-            if hoisted.moved.contains(&(index, b)) {
+            if placed.moved.contains(&(index, b)) || repeated_tool_use(&message.content, b) {
                 continue;
             }
             let orphan;
-            let block = if orphans.contains(&(index, b)) {
+            let block = if placed.orphans.contains(&(index, b)) {
                 orphan = orphan_text(block);
                 &orphan
             } else {
@@ -729,7 +719,7 @@ pub fn render_anthropic(messages: &Messages) -> Value {
             }
         }
         rendered.push((message.role, results, rest));
-        if let Some(moved) = hoisted.after.get(&index) {
+        if let Some(moved) = placed.after.get(&index) {
             let results = blocks_at(messages, moved)
                 .into_iter()
                 .filter_map(|b| anthropic_block(b, Place::User))

@@ -293,3 +293,84 @@ mod result_answers_earlier_turn {
         assert_eq!(p.call_answered_by(&mine).unwrap().map(|c| c.seq), Some(new));
     }
 }
+
+/// Orders a damaged source file gives the history (found by the `source_import` fuzz target,
+/// issue 14's sweep of 2026-12-07): the renderings were requests the providers refuse.
+mod renderings_of_damaged_orders {
+    use testkit::project as project_common;
+
+    use agentlog::projection::{self, render_anthropic, render_openai, Messages};
+    use project_common::provider_schema::{check_anthropic, check_openai};
+    use project_common::Log;
+
+    fn assert_accepted(messages: &Messages) {
+        let openai = render_openai(messages);
+        check_openai(&openai).unwrap_or_else(|e| panic!("{e}\n{openai}"));
+        let anthropic = render_anthropic(messages);
+        check_anthropic(&anthropic).unwrap_or_else(|e| panic!("{e}\n{anthropic}"));
+    }
+
+    /// A result written after the next response (step 2 answers step 1's call first): it answers
+    /// no call of the assistant message before it, so it is shown as text, and that text stood
+    /// between step 2's `tool_calls` and its tool message, which OpenAI refuses. The text now
+    /// counts as content the conversation goes on with: step 2's result moves up to its call.
+    #[test]
+    fn a_result_shown_as_text_does_not_come_between_a_call_and_its_result() {
+        let mut log = Log::new();
+        log.turn_start(1);
+        log.user("go");
+        log.step_start(1, 1);
+        log.assistant(
+            1,
+            1,
+            r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
+        );
+        let c1 = log.tool_call(1, 1, "c1", "ls");
+        log.step_end(1, 1);
+        log.step_start(1, 2);
+        log.assistant(
+            1,
+            2,
+            r#"[{"type":"tool_use","id":"c2","name":"ls","input":{}}]"#,
+        );
+        let c2 = log.tool_call(1, 2, "c2", "ls");
+        log.result(1, 2, "ls", Some("c1"), Some(&[c1]));
+        log.result(1, 2, "ls", Some("c2"), Some(&[c2]));
+        let messages = projection::messages(&log.events).unwrap();
+        assert_accepted(&messages);
+        let openai = render_openai(&messages).to_string();
+        let call = openai.find(r#""tool_calls":[{"id":"c2""#).unwrap();
+        let answer = openai.find(r#""tool_call_id":"c2""#).unwrap();
+        let text = openai.find("[result of tool call c1").unwrap();
+        assert!(call < answer && answer < text, "{openai}");
+    }
+
+    /// Two `tool_use` blocks with one id in one assistant message (a call line repeated in a
+    /// damaged rollout) became two `tool_calls` entries with that id, answered twice: both
+    /// providers refuse repeated ids. The renderings keep the first; the second result is text.
+    #[test]
+    fn a_tool_use_repeating_an_id_of_its_message_is_rendered_once() {
+        let mut log = Log::new();
+        log.turn_start(1);
+        log.user("go");
+        log.step_start(1, 1);
+        log.assistant(
+            1,
+            1,
+            r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}},{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
+        );
+        let first = log.tool_call(1, 1, "c1", "ls");
+        let second = log.tool_call(1, 1, "c1", "ls");
+        log.result(1, 1, "ls", Some("c1"), Some(&[first]));
+        log.result(1, 1, "ls", Some("c1"), Some(&[second]));
+        log.step_end(1, 1);
+        let messages = projection::messages(&log.events).unwrap();
+        assert_accepted(&messages);
+        let openai = render_openai(&messages).to_string();
+        assert_eq!(openai.matches(r#""id":"c1""#).count(), 1, "{openai}");
+        assert_eq!(openai.matches(r#""tool_call_id":"c1""#).count(), 1);
+        assert_eq!(openai.matches("[result of tool call c1").count(), 1);
+        let anthropic = render_anthropic(&messages).to_string();
+        assert_eq!(anthropic.matches(r#""type":"tool_use""#).count(), 1);
+    }
+}
