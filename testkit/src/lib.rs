@@ -6,6 +6,7 @@
 
 pub mod fuzz_checks;
 pub mod fuzz_jsonl;
+pub mod fuzz_source;
 pub mod gen;
 pub mod import_tree;
 pub mod nats;

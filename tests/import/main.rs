@@ -2,6 +2,7 @@
 //! `agentlog::import`: Codex rollouts and Claude Code transcripts.
 //! See `tests/README.md`.
 
+mod fuzz_sources;
 mod import_formats;
 mod incremental;
 mod parallel;
