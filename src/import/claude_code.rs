@@ -875,12 +875,14 @@ fn user(b: &mut Builder<'_>, v: &Value, back: Back<'_>) {
         return;
     };
     let mut rest: Vec<String> = Vec::new();
+    let mut results = false;
     match content {
         Value::String(s) => rest.push(text_block(s)),
         Value::Array(items) => {
             let mut meta = get(v, "toolUseResult").map(Value::to_string);
             for item in items {
                 if get_str(item, "type") == Some("tool_result") {
+                    results = true;
                     let id = get_str(item, "tool_use_id").unwrap_or("");
                     let is_error = get(item, "is_error").and_then(Value::as_bool) == Some(true);
                     let c = result_content(get(item, "content"));
@@ -914,6 +916,11 @@ fn user(b: &mut Builder<'_>, v: &Value, back: Back<'_>) {
         b.end_turn("interrupted", None);
     } else if flag("isMeta") || INJECTED.iter().any(|m| text.starts_with(m)) {
         b.user(&rest, "{\"source\":\"claude-code\",\"kind\":\"context\"}");
+    } else if results {
+        // What the user wrote with a tool's result (2.1.x: the feedback typed at a permission
+        // prompt, in the line of that call's result): the turn goes on, the response's other
+        // calls still get their results from the lines after it.
+        b.user(&rest, "{\"source\":\"claude-code\",\"kind\":\"feedback\"}");
     } else {
         // A typed prompt: the open turn is over, a new one starts.
         if b.turn().is_some() {

@@ -789,3 +789,69 @@ fn codex_plugin_and_subagent_notices_are_context() {
         .collect();
     assert_eq!(kinds, ["context", "turn/start", "prompt", "context"]);
 }
+
+/// Claude Code 2.1.x writes what the user types at a permission prompt as a text block in the
+/// line of that call's result. With calls in parallel, the text was taken for a typed prompt:
+/// the turn ended, the other calls were answered `TOOL_OUTCOME_UNKNOWN` (the line's parent,
+/// mid-response, also made it a rewind that left the first result out of the history), and
+/// their real results, in the lines after it, were kept as `import/line`s.
+#[test]
+fn claude_code_text_with_a_tool_result_is_feedback_in_the_same_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let line = |rest: &str| {
+        format!(
+            r#"{{"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"fb","version":"2.1.32",{rest}}}"#
+        )
+    };
+    let use_line = |uuid: &str, parent: &str, id: &str| {
+        line(&format!(
+            r#""parentUuid":"{parent}","type":"assistant","message":{{"id":"msg_1","role":"assistant","model":"m","content":[{{"type":"tool_use","id":"{id}","name":"Edit","input":{{"file_path":"/w/{id}"}}}}],"usage":{{"input_tokens":3,"output_tokens":5}}}},"uuid":"{uuid}","timestamp":"2026-02-10T10:00:01.000Z""#
+        ))
+    };
+    let lines = [
+        line(
+            r#""parentUuid":null,"type":"user","message":{"role":"user","content":"edit both files"},"uuid":"u1","timestamp":"2026-02-10T10:00:00.000Z""#,
+        ),
+        use_line("a1", "u1", "t1"),
+        use_line("a2", "a1", "t2"),
+        line(
+            r#""parentUuid":"a1","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"The file /w/t1 has been updated."},{"type":"text","text":"ok, but keep the old name"}]},"toolUseResult":{},"uuid":"u2","sourceToolAssistantUUID":"a1","timestamp":"2026-02-10T10:00:05.000Z""#,
+        ),
+        line(
+            r#""parentUuid":"a2","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"The file /w/t2 has been updated."}]},"toolUseResult":{},"uuid":"u3","sourceToolAssistantUUID":"a2","timestamp":"2026-02-10T10:00:06.000Z""#,
+        ),
+        line(
+            r#""parentUuid":"u3","type":"assistant","message":{"id":"msg_2","role":"assistant","model":"m","content":[{"type":"text","text":"Done, with the old name kept."}],"usage":{"input_tokens":4,"output_tokens":6}},"uuid":"a3","timestamp":"2026-02-10T10:00:08.000Z""#,
+        ),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let store = import_lines(tmp.path(), "fb.jsonl", &refs, Some(Format::ClaudeCode));
+    let events = values_of(&store, "claude-fb");
+    let of_type =
+        |t: &str| -> Vec<&serde_json::Value> { events.iter().filter(|e| e["type"] == t).collect() };
+    assert_eq!(of_type("turn/start").len(), 1, "{events:#?}");
+    assert_eq!(of_type("import/line").len(), 0, "{events:#?}");
+    let results: Vec<&serde_json::Value> = of_type("tool/result");
+    let contents: Vec<&str> = results
+        .iter()
+        .map(|r| r["data"]["message"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "The file /w/t1 has been updated.",
+            "The file /w/t2 has been updated."
+        ]
+    );
+    let feedback = of_type("user/message")
+        .into_iter()
+        .find(|m| m["data"]["content"][0]["text"] == "ok, but keep the old name")
+        .unwrap();
+    assert_eq!(feedback["data"]["envelope"]["kind"], "feedback");
+    // The history holds both results and the feedback, in the file's order.
+    let history = history(&store, "claude-fb");
+    let at = |needle: &str| history.iter().position(|m| m.contains(needle)).unwrap();
+    assert!(at("/w/t1 has been updated") < at("keep the old name"));
+    assert!(at("keep the old name") < at("/w/t2 has been updated"));
+    assert!(at("/w/t2 has been updated") < at("Done, with the old name kept"));
+}
