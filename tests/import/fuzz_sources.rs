@@ -20,17 +20,27 @@ fn corpus_dir() -> PathBuf {
 fn samples() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for sub in ["codex", "claude-code"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(data_dir().join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        for f in files {
-            let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, std::fs::read(&f).unwrap()));
-        }
+        out.extend(files_of(&data_dir().join(sub)));
     }
     out
+}
+
+/// The name and bytes of each file of `dir`, in name order.
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let bytes = std::fs::read(&f).unwrap();
+            (name, bytes)
+        })
+        .collect()
 }
 
 /// The fuzz input for `file` imported with `flags` (one run or two, `--keep-open` or not, the
@@ -130,9 +140,14 @@ fn string_len(s: &[u8]) -> Option<usize> {
     None
 }
 
+/// Seeded damage to the real samples, and to the files of `AGENTLOG_IMPORT_FILES` (a folder of
+/// other transcripts, Codex or Claude Code, when set).
 #[test]
 fn source_import_damaged_samples() {
-    let samples = samples();
+    let mut samples = samples();
+    if let Some(dir) = std::env::var_os("AGENTLOG_IMPORT_FILES") {
+        samples.extend(files_of(Path::new(&dir)));
+    }
     let mut rng = Rng(seed(0x50c7));
     for _ in 0..env_count("AGENTLOG_FUZZ_ITERS", 24) {
         let (name, file) = &samples[rng.below(samples.len() as u64) as usize];
