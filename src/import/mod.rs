@@ -1084,6 +1084,22 @@ fn new_session(
     state.open = built.open;
     state.resume = built.resume;
     lines.done(&mut state);
+    // (Not while lines are held back: the first lines of a file being written may all be
+    // title and snapshot lines.)
+    if state.bytes == data.len() as u64
+        && !drafts.is_empty()
+        && sidechains.is_empty()
+        && drafts.iter().all(|d| d.event.type_name() == LINE_EVENT)
+    {
+        // Detected by its first line, yet no line maps to anything (another tool's file
+        // whose lines look alike: Gemini CLI's name their `sessionId` too).
+        summary.warnings.push(format!(
+            "{shown}: none of its {} line(s) is one the {} importer maps (each is kept as an \
+             import/line, and the history is empty): another tool's file?",
+            drafts.len(),
+            format.as_str()
+        ));
+    }
     state.events = Some(drafts.len() as u64);
     // The title of the lines this run took (a later run's new title lines retitle it).
     let taken = usize::try_from(state.bytes).map_or(data, |n| data.get(..n).unwrap_or(data));

@@ -855,3 +855,37 @@ fn claude_code_text_with_a_tool_result_is_feedback_in_the_same_turn() {
     assert!(at("keep the old name") < at("/w/t2 has been updated"));
     assert!(at("/w/t2 has been updated") < at("Done, with the old name kept"));
 }
+
+/// A Gemini CLI session (stored by Entire as `full.jsonl`, found by sweep 6) names its
+/// `sessionId` on its first line, so `--from auto` takes it for Claude Code: it imported with
+/// no warning as a session of `import/line`s and an empty history. A file none of whose lines
+/// maps to anything is now reported; a real transcript is not.
+#[test]
+fn a_file_no_line_of_which_maps_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("full.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"sessionId":"g1","projectHash":"661f","startTime":"2026-06-07T15:50:29.489Z","lastUpdated":"2026-06-07T15:50:29.489Z","kind":"main"}"#,
+            "\n",
+            r#"{"$set":{"messages":[{"id":"d049","timestamp":"2026-06-07T15:50:29.490Z","type":"user","content":[{"text":"hello"}]}]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let real = crate::import_formats::data_dir().join("claude-code/marot__spotter__short.jsonl");
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let summary = import_paths(&store, &[file, real], &Options::default(), |_, _| {}).unwrap();
+    let reported: Vec<&String> = summary
+        .warnings
+        .iter()
+        .filter(|w| w.contains("another tool's file?"))
+        .collect();
+    assert_eq!(reported.len(), 1, "{:#?}", summary.warnings);
+    assert!(
+        reported[0].contains("full.jsonl: none of its 2 line(s)"),
+        "{}",
+        reported[0]
+    );
+}
