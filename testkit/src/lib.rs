@@ -97,6 +97,20 @@ pub fn env_count(var: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The files of fuzz target `target`'s committed corpus (`fuzz/corpus/TARGET/`), in name order.
+pub fn fuzz_corpus(target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
 /// Copies the files of a directory (not its subdirectories).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

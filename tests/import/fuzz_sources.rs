@@ -53,11 +53,7 @@ fn input(flags: u8, cut: u8, file: &[u8]) -> Vec<u8> {
 
 #[test]
 fn source_import_corpus() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = testkit::fuzz_corpus("source_import");
     assert!(files.len() >= 6, "the seed corpus is missing");
     for f in files {
         eprintln!("{}", f.display());

@@ -13,16 +13,7 @@ use agentlog::log::{Log, Options};
 use common::{payload, Rng};
 
 fn corpus(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
-        .join(target);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
+    common::fuzz_corpus(target)
 }
 
 /// The contents of a target's seed corpus.

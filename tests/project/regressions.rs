@@ -299,16 +299,10 @@ mod result_answers_earlier_turn {
 mod renderings_of_damaged_orders {
     use testkit::project as project_common;
 
-    use agentlog::projection::{self, render_anthropic, render_openai, Messages};
-    use project_common::provider_schema::{check_anthropic, check_openai};
+    use agentlog::projection::{self, render_anthropic, render_openai};
     use project_common::Log;
 
-    fn assert_accepted(messages: &Messages) {
-        let openai = render_openai(messages);
-        check_openai(&openai).unwrap_or_else(|e| panic!("{e}\n{openai}"));
-        let anthropic = render_anthropic(messages);
-        check_anthropic(&anthropic).unwrap_or_else(|e| panic!("{e}\n{anthropic}"));
-    }
+    use crate::rules::assert_accepted;
 
     /// A result written after the next response (step 2 answers step 1's call first): it answers
     /// no call of the assistant message before it, so it is shown as text, and that text stood
@@ -337,7 +331,7 @@ mod renderings_of_damaged_orders {
         log.result(1, 2, "ls", Some("c1"), Some(&[c1]));
         log.result(1, 2, "ls", Some("c2"), Some(&[c2]));
         let messages = projection::messages(&log.events).unwrap();
-        assert_accepted(&messages);
+        assert_accepted("the renderings", &messages);
         let openai = render_openai(&messages).to_string();
         let call = openai.find(r#""tool_calls":[{"id":"c2""#).unwrap();
         let answer = openai.find(r#""tool_call_id":"c2""#).unwrap();
@@ -365,7 +359,7 @@ mod renderings_of_damaged_orders {
         log.result(1, 1, "ls", Some("c1"), Some(&[second]));
         log.step_end(1, 1);
         let messages = projection::messages(&log.events).unwrap();
-        assert_accepted(&messages);
+        assert_accepted("the renderings", &messages);
         let openai = render_openai(&messages).to_string();
         assert_eq!(openai.matches(r#""id":"c1""#).count(), 1, "{openai}");
         assert_eq!(openai.matches(r#""tool_call_id":"c1""#).count(), 1);

@@ -482,7 +482,7 @@ use agentlog::projection::{
 use project_common::provider_schema::{check_anthropic, check_openai};
 
 /// Both renderings of `messages` pass the providers' request shapes and tool-call rules.
-fn assert_accepted(what: &str, messages: &Messages) {
+pub(crate) fn assert_accepted(what: &str, messages: &Messages) {
     check_openai(&render_openai(messages)).unwrap_or_else(|e| panic!("{what}: {e}"));
     check_anthropic(&render_anthropic(messages)).unwrap_or_else(|e| panic!("{what}: {e}"));
     for format in [Format::OpenAi, Format::Anthropic] {
