@@ -680,6 +680,48 @@ fn decoded_view(s: &str) -> Option<(String, Vec<usize>)> {
 
 /// A JSON-escaped secret as it reads (`sk-\u0061bc…` → `sk-abc…`): what hash mode hashes, so
 /// equal values give equal tags however they were written.
+/// The byte ranges of the tags a redaction wrote into `s`: `[REDACTED:RULE]` and
+/// `[HASH:RULE:HEX]`, HEX the 12 hex digits of [`Redactor::tag`], RULE a name `is_rule`
+/// accepts (so that no text in brackets can pass a secret off as a tag).
+fn tag_spans(s: &str, is_rule: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(at) = s[from..].find('[').map(|i| from + i) {
+        from = at + 1;
+        let rest = &s[at..];
+        let (body, hashed) = match rest.strip_prefix("[REDACTED:") {
+            Some(body) => (body, false),
+            None => match rest.strip_prefix("[HASH:") {
+                Some(body) => (body, true),
+                None => continue,
+            },
+        };
+        let Some(close) = body.find(']') else {
+            break;
+        };
+        let inner = &body[..close];
+        let name = if hashed {
+            match inner.rsplit_once(':') {
+                Some((name, hex))
+                    if hex.len() == 12
+                        && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
+                {
+                    name
+                }
+                _ => continue,
+            }
+        } else {
+            inner
+        };
+        if is_rule(name) {
+            let end = at + (rest.len() - body.len()) + close + 1;
+            spans.push((at, end));
+            from = end;
+        }
+    }
+    spans
+}
+
 fn decoded_secret(secret: &str) -> std::borrow::Cow<'_, str> {
     match decoded_view(secret) {
         Some((d, _)) => std::borrow::Cow::Owned(d),
@@ -1032,7 +1074,68 @@ impl Redactor {
     /// were two spaces: a token that starts a line there follows the escape's letter, and no
     /// word boundary would be found before it. The view has the string's length, so its
     /// matches are the string's.
+    ///
+    /// The result is a fixed point: a rule's matches do not overlap, so one match can hide
+    /// another that starts inside it (a label a longer token swallowed), which a scan of the
+    /// redacted string would then find; such matches are added (at most two more rounds), so
+    /// redacting twice changes nothing the first time did not.
     fn hits(&self, s: &str) -> Vec<(usize, usize, usize)> {
+        let mut hits = self.hits_once(s);
+        for _ in 0..2 {
+            if hits.is_empty() {
+                break;
+            }
+            let redacted = self.replace(s, &hits);
+            let more = self.hits_once(&redacted);
+            if more.is_empty() {
+                break;
+            }
+            // Back to `s`'s offsets: the text between tags is `s`'s, shifted by what the tags
+            // before it changed (no new match overlaps a tag: `hits_once` leaves tags out).
+            let tags: Vec<usize> = hits
+                .iter()
+                .map(|&(a, b, r)| self.tag(&self.rules[r].name, &s[a..b]).len())
+                .collect();
+            let mut mapped = Vec::with_capacity(more.len());
+            for (start, end, rule) in more {
+                let mut shift: isize = 0;
+                let mut pos = 0usize;
+                for (&(a, b, _), &tag) in hits.iter().zip(&tags) {
+                    let at = a.checked_add_signed(shift).unwrap_or(a);
+                    if at >= start {
+                        break;
+                    }
+                    shift += tag as isize - (b - a) as isize;
+                    pos = b;
+                }
+                let (Some(a), Some(b)) = (
+                    start.checked_add_signed(-shift),
+                    end.checked_add_signed(-shift),
+                ) else {
+                    continue;
+                };
+                if a >= pos && b <= s.len() && s.is_char_boundary(a) && s.is_char_boundary(b) {
+                    mapped.push((a, b, rule));
+                }
+            }
+            if mapped.is_empty() {
+                break;
+            }
+            hits.extend(mapped);
+            hits.sort_by_key(|&(start, end, _)| (start, end));
+            let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(hits.len());
+            for h in hits {
+                if kept.last().is_none_or(|last| h.0 >= last.1) {
+                    kept.push(h);
+                }
+            }
+            hits = kept;
+        }
+        hits
+    }
+
+    /// One scan's matches ([`Redactor::hits`]).
+    fn hits_once(&self, s: &str) -> Vec<(usize, usize, usize)> {
         if s.len() < self.min_len {
             return Vec::new();
         }
@@ -1060,6 +1163,13 @@ impl Redactor {
                     }
                 }
             }
+        }
+        // What an earlier redaction wrote is no secret: a hash tag's `url-password:4f0c…`
+        // reads as a password assignment, so a second run hashed its own tags again (and
+        // `secrets` reported them as found).
+        let tags = self.tag_spans(s);
+        if !tags.is_empty() {
+            hits.retain(|&(start, end, _)| !tags.iter().any(|&(a, b)| start < b && a < end));
         }
         hits.sort_by_key(|&(start, end, rule)| (start, rule, std::cmp::Reverse(end)));
         let mut out: Vec<(usize, usize, usize)> = Vec::with_capacity(hits.len());
@@ -1099,6 +1209,10 @@ impl Redactor {
     /// is not a placeholder.
     fn member_hit(&self, name: &str, value: &str) -> Option<usize> {
         let (rule, names) = self.member.as_ref()?;
+        if self.tag_spans(value).first() == Some(&(0, value.len())) {
+            // Redacted already.
+            return None;
+        }
         // Every label ends so (a cheap test before the pattern).
         let tail = name.len().saturating_sub(3);
         let ends = name.get(tail..).is_some_and(|t| {
@@ -1108,6 +1222,14 @@ impl Redactor {
         });
         (ends && value.len() >= 4 && names.is_match(name) && self.rules[*rule].check.accepts(value))
             .then_some(*rule)
+    }
+
+    /// The tags of this redactor's rules in `s` ([`tag_spans`]).
+    fn tag_spans(&self, s: &str) -> Vec<(usize, usize)> {
+        if !s.contains("[REDACTED:") && !s.contains("[HASH:") {
+            return Vec::new();
+        }
+        tag_spans(s, |name| self.rules.iter().any(|r| r.name == name))
     }
 
     fn tag(&self, rule: &str, secret: &str) -> String {

@@ -9,6 +9,7 @@ mod fork;
 mod search;
 mod search_alloc;
 mod secrets_corpus;
+mod secrets_mixed;
 mod secrets_regressions;
 mod stats;
 mod store;

@@ -448,3 +448,52 @@ fn a_private_key_cut_short_is_redacted_through_its_body_only() {
     );
     assert_eq!(redacted(&r, &whole), "[REDACTED:private-key]\nafter");
 }
+
+/// Hash mode tags a URL's password `[HASH:url-password:HEX]`, which reads as a password
+/// assignment (`password:` and a value): a second `secrets --redact --hash` hashed its own tags
+/// again, and `secrets` reported a redacted session as holding secrets. Text that only looks
+/// like a tag (a rule name that is none of the redactor's, a secret in the hex's place) is
+/// still scanned.
+#[test]
+fn a_hash_tag_is_not_found_again() {
+    let hash = Redactor::new(
+        &["credentials".into(), "pii".into()],
+        &[],
+        Mode::Hash,
+        Some([7u8; 32]),
+    )
+    .unwrap();
+    let once = redacted(
+        &hash,
+        "DATABASE_URL=postgres://app:g0mlxJiS47kCJ8@db.internal:5432/main",
+    );
+    assert!(once.contains("[HASH:url-password:"), "{once}");
+    let mut twice = once.clone();
+    assert_eq!(hash.redact_string(&mut twice), Vec::<String>::new());
+    assert_eq!(twice, once);
+    // Not a tag: the secret in brackets is still found.
+    let key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+    for wrapped in [
+        format!("[REDACTED:{key}]"),
+        format!("[HASH:stripe-key:{key}]"),
+        format!("[HASH:no-such-rule:{key}]"),
+    ] {
+        assert!(!redacted(&hash, &wrapped).contains(key), "{wrapped}");
+        assert!(!redacted(&all(), &wrapped).contains(key), "{wrapped}");
+    }
+}
+
+/// A rule's matches do not overlap: here a JWT with no separator after it swallowed the start
+/// of `api_key = …`, and the assignment label `YOUR_API_KEY": ` it left behind matched only in
+/// a second scan of the redacted text. Redaction now adds what a scan of its own output finds,
+/// so redacting twice changes nothing the first time did not.
+#[test]
+fn a_match_a_longer_token_hid_is_found_in_the_first_redaction() {
+    let text = "Authorization: Bearer eyJ5pEo0xgWaU8oAhLameskOVC2tJ2e3z.eyJT_emoDwNGc5UaZHAUsZfTGaXKHrHSAmXDXKwrv6jrcyOqef502-IAms03QwM.XQ5797WtwfYsFOG_RNOU75qYqxTrQmyrRI8MLxWlglsapi_key = \"YOUR_API_KEY\": DATABASE_URL=postgres://app:g0mlxJiS47kCJ8@db.internal:5432/main";
+    let r = all();
+    let once = redacted(&r, text);
+    assert!(!once.contains("g0mlxJiS47kCJ8"), "{once}");
+    let mut twice = once.clone();
+    assert_eq!(r.redact_string(&mut twice), Vec::<String>::new(), "{once}");
+    assert_eq!(twice, once);
+}
