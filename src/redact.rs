@@ -678,8 +678,6 @@ fn decoded_view(s: &str) -> Option<(String, Vec<usize>)> {
     any.then_some((out, map))
 }
 
-/// A JSON-escaped secret as it reads (`sk-\u0061bc…` → `sk-abc…`): what hash mode hashes, so
-/// equal values give equal tags however they were written.
 /// The byte ranges of the tags a redaction wrote into `s`: `[REDACTED:RULE]` and
 /// `[HASH:RULE:HEX]`, HEX the 12 hex digits of [`Redactor::tag`], RULE a name `is_rule`
 /// accepts (so that no text in brackets can pass a secret off as a tag).
@@ -722,6 +720,8 @@ fn tag_spans(s: &str, is_rule: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
     spans
 }
 
+/// A JSON-escaped secret as it reads (`sk-\u0061bc…` → `sk-abc…`): what hash mode hashes, so
+/// equal values give equal tags however they were written.
 fn decoded_secret(secret: &str) -> std::borrow::Cow<'_, str> {
     match decoded_view(secret) {
         Some((d, _)) => std::borrow::Cow::Owned(d),
