@@ -99,10 +99,16 @@ pub fn env_count(var: &str, default: u64) -> u64 {
 
 /// The files of fuzz target `target`'s committed corpus (`fuzz/corpus/TARGET/`), in name order.
 pub fn fuzz_corpus(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    files_in(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/corpus")
+            .join(target),
+    )
+}
+
+/// The files of `dir` (not its subdirectories), in name order.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_file())

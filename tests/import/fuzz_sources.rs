@@ -27,13 +27,7 @@ fn samples() -> Vec<(String, Vec<u8>)> {
 
 /// The name and bytes of each file of `dir`, in name order.
 fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
+    testkit::files_in(dir)
         .into_iter()
         .map(|f| {
             let name = f.file_name().unwrap().to_string_lossy().into_owned();

@@ -10,6 +10,17 @@ use agentlog::redact::{Mode, Redactor, BUILTIN_RULES};
 use agentlog::store::StoreConfig;
 use secrets_common::{look_alikes, plant, Rng, RULES};
 
+/// Every built-in rule (`credentials` and `pii`), hash mode under `key`.
+pub(crate) fn all_hashed(key: [u8; 32]) -> Redactor {
+    Redactor::new(
+        &["credentials".into(), "pii".into()],
+        &[],
+        Mode::Hash,
+        Some(key),
+    )
+    .unwrap()
+}
+
 /// Every built-in rule (`credentials` and `pii`), replace mode.
 pub(crate) fn all() -> Redactor {
     Redactor::new(

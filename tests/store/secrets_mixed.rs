@@ -9,10 +9,9 @@
 use testkit::secrets as secrets_common;
 use testkit::{env_count, seed};
 
-use agentlog::redact::{Mode, Redactor};
 use secrets_common::{look_alikes, plant, Rng, RULES};
 
-use crate::secrets_corpus::all;
+use crate::secrets_corpus::{all, all_hashed};
 
 /// Fragments that sit next to secrets in real text, or split them from their labels.
 const FRAGMENTS: &[&str] = &[
@@ -49,13 +48,7 @@ fn mixed(rng: &mut Rng, looks: &[String]) -> String {
 fn redaction_of_mixed_text_is_total_and_idempotent() {
     let mut rng = Rng::new(seed(0x5ec7));
     let looks = look_alikes(&mut rng);
-    let hash = Redactor::new(
-        &["credentials".into(), "pii".into()],
-        &[],
-        Mode::Hash,
-        Some([7u8; 32]),
-    )
-    .unwrap();
+    let hash = all_hashed([7u8; 32]);
     for (mode, r) in [("replace", all()), ("hash", hash)] {
         for i in 0..env_count("AGENTLOG_FUZZ_ITERS", 400) {
             let text = mixed(&mut rng, &looks);
@@ -140,13 +133,7 @@ fn a_redacted_session_holds_nothing_a_second_run_finds() {
     use agentlog::store::{ImportOptions, Store};
     let mut rng = Rng::new(seed(0x5ec8));
     let looks = look_alikes(&mut rng);
-    let hash = Redactor::new(
-        &["credentials".into(), "pii".into()],
-        &[],
-        Mode::Hash,
-        Some([9u8; 32]),
-    )
-    .unwrap();
+    let hash = all_hashed([9u8; 32]);
     let replace = all();
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::open(tmp.path()).unwrap();
