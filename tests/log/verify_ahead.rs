@@ -1,23 +1,38 @@
-//! Long sequential reads of plain segments check the records' checksums ahead of the reader on
-//! a second thread (`agentlog-verify`, when the machine runs two threads at once): every record
-//! read is the one written, and a damaged record is reported where it is (its segment, offset
-//! and seq, after every record before it) whether the thread reached it first or the reader
-//! did: at the start of the read, in its middle, past where the thread parks (8 MiB ahead), at
-//! its end, and in a read of a range.
+//! Long sequential reads of plain segments check the records' checksums (and their events'
+//! archives) ahead of the reader on a second thread (`agentlog-verify`, when the machine runs
+//! two threads at once): every record read is the one written, and a damaged record is
+//! reported where it is (its segment, offset and seq, after every record before it) whether
+//! the thread reached it first or the reader did: at the start of the read, in its middle,
+//! past where the thread parks (8 MiB ahead), at its end, and in a read of a range.
 
 use testkit as common;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use agentlog::log::{CorruptionKind, Log, LogReader, Options};
 
-/// Records of 4 to 5 KiB: `N` of them are about 13 MiB, in one segment.
+/// Events of about 4 KiB: `N` of them are about 12 MiB, in one segment.
 const N: u64 = 3_000;
 
-fn payload(i: u64) -> Vec<u8> {
-    let len = 4_000 + (i * 37 % 1_000) as usize;
-    (0..len).map(|k| (i as usize * 31 + k) as u8).collect()
+/// The payload of record `i`: the archive of event `i` ([`event_line`]). The records are
+/// events, as agentlog writes them, so that the thread vouches for them (a payload that is not
+/// an event stops it at the first one it would vouch for) and runs ahead to its lead.
+fn payload(i: u64) -> &'static [u8] {
+    static PAYLOADS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    let all = PAYLOADS.get_or_init(|| {
+        let mut buf = rkyv::util::AlignedVec::<16>::new();
+        (0..N)
+            .map(|i| {
+                let event = agentlog::event::parse_event_line(&event_line(i)).unwrap();
+                buf.clear();
+                let start = agentlog::event::encode_event(&event, &mut buf).unwrap();
+                buf[start..].to_vec()
+            })
+            .collect()
+    });
+    &all[i as usize]
 }
 
 /// The log, its segment, and every record's offset in it (walked from the headers, not read
@@ -25,7 +40,7 @@ fn payload(i: u64) -> Vec<u8> {
 fn write(dir: &Path) -> (PathBuf, Vec<u64>) {
     let log = Log::open(dir, Options::default()).unwrap();
     for i in 0..N {
-        log.append(&payload(i)).unwrap();
+        log.append(payload(i)).unwrap();
     }
     log.close().unwrap();
     let segs = common::segments(dir);
@@ -85,15 +100,22 @@ fn a_long_read_returns_every_record_written_and_checks_ahead_on_a_second_thread(
     write(&dir);
     let reader = LogReader::open(&dir).unwrap();
     let mut it = reader.iter();
-    assert_eq!(it.next().unwrap().unwrap().payload, &payload(0)[..]);
-    if two_threads_at_once() && cfg!(target_os = "linux") {
+    assert_eq!(it.next().unwrap().unwrap().payload, payload(0));
+    let watch = two_threads_at_once() && cfg!(target_os = "linux");
+    if watch {
         assert!(checking_thread_runs(), "no agentlog-verify thread");
     }
     // A slow start: the thread runs ahead until it is 8 MiB ahead, then parks until the
-    // reader comes closer.
+    // reader comes closer (it vouches for every record on its way, so it does not stop).
     std::thread::sleep(Duration::from_millis(50));
+    if watch {
+        assert!(
+            checking_thread_runs(),
+            "the thread did not wait ahead of the reader"
+        );
+    }
     for (i, rec) in (1..).zip(it) {
-        assert_eq!(rec.unwrap().payload, &payload(i)[..], "seq {i}");
+        assert_eq!(rec.unwrap().payload, payload(i), "seq {i}");
     }
     let from_mid: Vec<_> = reader.range(700..2_950).map(|r| r.unwrap().seq).collect();
     assert_eq!(from_mid, (700..2_950).collect::<Vec<_>>());
@@ -126,7 +148,7 @@ fn a_damaged_record_is_reported_where_it_is_whichever_thread_reaches_it_first() 
                     .expect("the damaged record ends the read with an error")
                 {
                     Ok(rec) => {
-                        assert_eq!(rec.payload, &payload(seq)[..], "seq {seq}");
+                        assert_eq!(rec.payload, payload(seq), "seq {seq}");
                         seq += 1;
                     }
                     Err(e) => break e,
@@ -179,23 +201,6 @@ fn event_text(e: &agentlog::event::archived::ArchivedEvent) -> String {
     }
 }
 
-/// A log of `N` event archives (about 12 MiB, one segment); its segment and the records'
-/// offsets.
-fn write_events(dir: &Path) -> (PathBuf, Vec<u64>) {
-    let log = Log::open(dir, Options::default()).unwrap();
-    let mut buf = rkyv::util::AlignedVec::<16>::new();
-    for i in 0..N {
-        let event = agentlog::event::parse_event_line(&event_line(i)).unwrap();
-        buf.clear();
-        let start = agentlog::event::encode_event(&event, &mut buf).unwrap();
-        log.append(&buf[start..]).unwrap();
-    }
-    log.close().unwrap();
-    let segs = common::segments(dir);
-    assert_eq!(segs.len(), 1, "one segment");
-    (segs[0].clone(), record_offsets(&segs[0]))
-}
-
 /// Makes the text of the record at `at` invalid UTF-8 and writes the record's checksum anew:
 /// only the archive's validation can tell.
 fn break_archive_keep_checksum(seg: &Path, at: u64) {
@@ -227,7 +232,7 @@ fn break_archive_keep_checksum(seg: &Path, at: u64) {
 fn an_invalid_archive_under_a_valid_checksum_is_refused_whichever_thread_reaches_it_first() {
     let tmp = tempfile::tempdir().unwrap();
     let orig = tmp.path().join("orig");
-    let (seg, offsets) = write_events(&orig);
+    let (seg, offsets) = write(&orig);
     let far = past_the_lead(&offsets);
     for (case, damaged) in [
         None,
