@@ -30,7 +30,7 @@ mod sidechains;
 pub(crate) use builder::{text_block, Builder, HoldFrom};
 use sidechains::Sidechains;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -393,7 +393,10 @@ fn session_id(format: Format, path: &Path, first: Option<&Value>) -> String {
                     .or_else(|| get_str(v, "id"))
                     .map(str::to_owned)
             });
-            format!("codex-{}", from_meta.unwrap_or(stem))
+            match from_meta {
+                Some(id) => format!("codex-{}", codex_rollout_id(&stem, id)),
+                None => format!("codex-{stem}"),
+            }
         }
         Format::ClaudeCode => match claude_code::parent_session_of(path, first) {
             Some(parent) if stem.starts_with("agent-") => format!("claude-{parent}-{stem}"),
@@ -414,6 +417,22 @@ fn session_id(format: Format, path: &Path, first: Option<&Value>) -> String {
     id
 }
 
+/// A Codex thread's id, or the id of one of its rollouts when the file holds another rollout of
+/// the thread: a revert (`thread/revert`, Codex 0.146 on) writes the thread's new history to
+/// `rollout-<time>-<thread id>_<rollout id>.jsonl`, whose `session_meta` names the same thread
+/// (and in `history_base` the prefix it continues), so the file name's `<thread id>_<rollout id>`
+/// tells the two files apart.
+fn codex_rollout_id(stem: &str, thread: String) -> String {
+    let rollout = stem
+        .find(&format!("{thread}_"))
+        .map(|at| &stem[at + thread.len() + 1..])
+        .filter(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    match rollout {
+        Some(r) => format!("{thread}_{r}"),
+        None => thread,
+    }
+}
+
 /// The session a source file's session descends from: a Claude Code subagent file's main
 /// session, a forked or subagent Codex thread's parent thread.
 fn parent_of(format: Format, path: &Path, first: Option<&Value>) -> Option<String> {
@@ -428,14 +447,15 @@ fn parent_of(format: Format, path: &Path, first: Option<&Value>) -> Option<Strin
                 .and_then(|s| get(s, "subagent"))
                 .and_then(|s| get(s, "thread_spawn"))
                 .and_then(|s| get_str(s, "parent_thread_id"));
+            // A rollout that continues a prefix of a thread's history kept in another file
+            // (Codex 0.146 on: a fork, a revert) names that thread under `history_base`.
+            let base = get(p, "history_base").and_then(|b| get_str(b, "thread_id"));
             let parent = get_str(p, "parent_thread_id")
                 .or(spawned)
-                .or_else(|| get_str(p, "forked_from_id"))?;
-            Some(session_id(
-                Format::Codex,
-                Path::new(&format!("{parent}.jsonl")),
-                None,
-            ))
+                .or_else(|| get_str(p, "forked_from_id"))
+                .or(base)?;
+            let parent = session_id(Format::Codex, Path::new(&format!("{parent}.jsonl")), None);
+            (parent != session_id(Format::Codex, path, first)).then_some(parent)
         }
     }
 }
@@ -474,41 +494,47 @@ pub fn import_paths(
                 .clamp(4, 16)
         })
         .clamp(1, files.len().max(1));
+    let groups = by_session(&files, options.format);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, u64, Summary)>();
     let mut results: Vec<Option<Summary>> = vec![None; files.len()];
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (files, next, named) = (&files, &next, &named);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(file) = files.get(i) else {
+            let (files, groups, next, named) = (&files, &groups, &next, &named);
+            scope.spawn(move || 'groups: loop {
+                let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(group) = groups.get(g) else {
                     break;
                 };
-                let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-                let mut one = Summary::default();
-                let walked = !named.contains(file.as_path());
-                if let Err(e) = import_source(
-                    store,
-                    file,
-                    options.format,
-                    options.keep_open,
-                    walked,
-                    &mut one,
-                ) {
-                    // Nothing of the file was written: only its warnings and the error count.
-                    let mut warnings = std::mem::take(&mut one.warnings);
-                    warnings.push(format!("{}: not imported: {e}", file.display()));
-                    one = Summary {
-                        files: one.files,
-                        warnings,
-                        failed: 1,
-                        ..Summary::default()
+                for &i in group {
+                    let Some(file) = files.get(i) else {
+                        continue;
                     };
-                }
-                if tx.send((i, size, one)).is_err() {
-                    break;
+                    let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                    let mut one = Summary::default();
+                    let walked = !named.contains(file.as_path());
+                    if let Err(e) = import_source(
+                        store,
+                        file,
+                        options.format,
+                        options.keep_open,
+                        walked,
+                        &mut one,
+                    ) {
+                        // Nothing of the file was written: only its warnings and the error count.
+                        let mut warnings = std::mem::take(&mut one.warnings);
+                        warnings.push(format!("{}: not imported: {e}", file.display()));
+                        one = Summary {
+                            files: one.files,
+                            warnings,
+                            failed: 1,
+                            ..Summary::default()
+                        };
+                    }
+                    if tx.send((i, size, one)).is_err() {
+                        break 'groups;
+                    }
                 }
             });
         }
@@ -531,6 +557,43 @@ pub fn import_paths(
         store.sync_sessions_dir()?;
     }
     Ok(summary)
+}
+
+/// The files of a run in groups to import one after another, in walk order: the files that
+/// would make the same session (a copy of a file elsewhere in the tree) in one group, so that
+/// the first of them makes it and the others are refused the same way whatever the number of
+/// workers and whichever finishes first; every other file alone.
+fn by_session(files: &[PathBuf], format: Option<Format>) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::with_capacity(files.len());
+    let mut group_of: HashMap<String, usize> = HashMap::new();
+    for (i, file) in files.iter().enumerate() {
+        match claimed_id(file, format) {
+            Some(id) => match group_of.entry(id) {
+                std::collections::hash_map::Entry::Occupied(g) => groups[*g.get()].push(i),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(groups.len());
+                    groups.push(vec![i]);
+                }
+            },
+            None => groups.push(vec![i]),
+        }
+    }
+    groups
+}
+
+/// The id of the session `path` would be imported into, when its first line tells (as
+/// [`import_source`] finds it); `None` when it cannot be read or is in neither format.
+fn claimed_id(path: &Path, format: Option<Format>) -> Option<String> {
+    let (first_line, _, _) = read_head(path).ok()?;
+    let format = format.or_else(|| detect(&first_line))?;
+    Some(session_id(format, path, first_json(&first_line).as_ref()))
+}
+
+/// A file's first line as JSON (a byte-order mark and surrounding blanks ignored).
+fn first_json(first_line: &[u8]) -> Option<Value> {
+    std::str::from_utf8(first_line)
+        .ok()
+        .and_then(|t| crate::event::parse_json(t.trim_start_matches('\u{feff}').trim()).ok())
 }
 
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -929,9 +992,7 @@ fn import_source(
             return Err(Error::Invalid(neither));
         }
     };
-    let first_value = std::str::from_utf8(first_line)
-        .ok()
-        .and_then(|t| crate::event::parse_json(t.trim_start_matches('\u{feff}').trim()).ok());
+    let first_value = first_json(first_line);
     let id = session_id(format, path, first_value.as_ref());
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let shown = path.display().to_string();

@@ -5,6 +5,7 @@
 mod fuzz_sources;
 mod import_formats;
 mod incremental;
+mod newer_formats;
 mod parallel;
 mod robustness;
 mod sweep_regressions;

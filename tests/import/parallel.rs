@@ -128,3 +128,61 @@ fn a_parallel_import_equals_a_one_job_import_event_for_event() {
         assert!(store.info("claude-s9").is_ok());
     }
 }
+
+/// Copies of one file in several folders of a tree (a backup beside the original) claim one
+/// session: the first in walk order makes it and the others are refused, with the same
+/// warnings whatever the number of workers. The refusals raced: with several workers, whichever
+/// copy finished first won, and the warning said "exists already" or "was imported from another
+/// file" depending on when the others looked.
+#[test]
+fn copies_of_one_file_make_one_session_the_same_way_whatever_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let sample = testkit::import_tree::samples_dir().join("codex");
+    let first = std::fs::read_dir(&sample)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .min()
+        .unwrap();
+    let name = first.file_name().unwrap();
+    for copy in ["a", "b", "c", "d", "e", "f"] {
+        std::fs::create_dir_all(tree.join(copy)).unwrap();
+        std::fs::copy(&first, tree.join(copy).join(name)).unwrap();
+    }
+    let run = |store: &Path, jobs: usize| {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .arg("--store")
+            .arg(store)
+            .args(["import", "--from", "auto", "--json", "--jobs"])
+            .arg(jobs.to_string())
+            .arg(&tree)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "copies are refused");
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let warnings = summary["warnings"].to_string();
+        // The store paths differ between the runs; the rest of the summary must not.
+        warnings.replace(store.to_str().unwrap(), "STORE")
+    };
+    let one = run(&dir.path().join("one"), 1);
+    // The first copy in walk order (a/) makes the session; each other one is refused once.
+    let refused = format!("{}: not imported", name.to_str().unwrap());
+    assert_eq!(one.matches(&refused).count(), 5, "{one}");
+    assert_eq!(
+        one.matches("was imported from another file").count(),
+        5,
+        "{one}"
+    );
+    assert!(!one.contains(&format!("/a/{refused}")), "{one}");
+    for k in 0..4 {
+        let many = run(&dir.path().join(format!("many{k}")), 8);
+        assert_eq!(one, many, "run {k} with 8 workers");
+        let store = Store::open(dir.path().join(format!("many{k}"))).unwrap();
+        let ids: Vec<String> = store.list().unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        let mut out = Vec::new();
+        export_source(&store.open_reader(&ids[0]).unwrap(), &mut out).unwrap();
+        assert!(out == std::fs::read(&first).unwrap());
+    }
+}

@@ -1,0 +1,144 @@
+//! Lines of newer Codex (0.144 to 0.159) and Claude Code (2.1.2xx) versions that the importer
+//! lost or misread, found by the survey of public fixtures of 2026-12-07 (stop 44), one test
+//! each, on files cut down to the lines that matter.
+
+use std::path::Path;
+
+use agentlog::import::{export_source, import_paths, Options};
+use agentlog::store::Store;
+
+/// Writes `lines` as the file `name` under `dir` (directories made); its path.
+fn write(dir: &Path, name: &str, lines: &[&str]) -> std::path::PathBuf {
+    let file = dir.join(name);
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    file
+}
+
+/// Imports `paths` into the store `dir/store`, asserting that no file failed.
+fn import(dir: &Path, paths: &[std::path::PathBuf]) -> Store {
+    let store = Store::open(dir.join("store")).unwrap();
+    let summary = import_paths(&store, paths, &Options::default(), |_, _| {}).unwrap();
+    assert_eq!(summary.failed, 0, "{summary:?}");
+    store
+}
+
+/// The session's events in canonical JSONL, one string each.
+fn lines_of(store: &Store, id: &str) -> Vec<String> {
+    store
+        .open_reader(id)
+        .unwrap()
+        .events()
+        .map(|e| {
+            agentlog::event::decode_event(e.unwrap())
+                .unwrap()
+                .to_canonical_string()
+        })
+        .collect()
+}
+
+/// `derive` of the session, as JSON text.
+fn derived(store: &Store, id: &str) -> String {
+    let messages = store.open_reader(id).unwrap().messages().unwrap();
+    messages.to_value().to_string()
+}
+
+/// The file's bytes come back from the session.
+fn assert_exports(store: &Store, id: &str, file: &Path) {
+    let mut out = Vec::new();
+    export_source(&store.open_reader(id).unwrap(), &mut out).unwrap();
+    assert!(out == std::fs::read(file).unwrap(), "{id}: export differs");
+}
+
+const THREAD: &str = "01a0f1a2-0000-7000-8000-0000000000e5";
+
+/// A Codex turn: its start, the prompt and its mirror, an answer, its end.
+fn codex_turn(turn: &str, time: &str, prompt: &str, answer: &str) -> Vec<String> {
+    vec![
+        format!(
+            r#"{{"timestamp":"{time}","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}"}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{time}","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{prompt}"}}]}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{time}","type":"event_msg","payload":{{"type":"user_message","message":"{prompt}"}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{time}","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{answer}"}}]}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{time}","type":"event_msg","payload":{{"type":"task_complete","turn_id":"{turn}"}}}}"#
+        ),
+    ]
+}
+
+/// A Codex revert (`thread/revert`, 0.146 on) writes the thread's new history to a second file,
+/// `rollout-<time>-<thread id>_<rollout id>.jsonl`, whose `session_meta` names the same thread
+/// (and the prefix it continues in `history_base`). Both files claimed the session
+/// `codex-<thread id>`: one was refused (the run exited 1 every time), and with several workers
+/// which one depended on which finished first. The revert is now its own session,
+/// `codex-<thread id>_<rollout id>`, descending from the thread's.
+#[test]
+fn a_reverted_codex_thread_is_a_session_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let meta = |time: &str, base: &str| {
+        format!(
+            r#"{{"timestamp":"{time}","ordinal":0,"type":"session_meta","payload":{{"id":"{THREAD}","timestamp":"2026-09-29T00:00:00Z","cwd":"/w","originator":"codex-tui","cli_version":"0.157.1","source":"cli","model_provider":"openai","history_mode":"paginated","history_base":{base}}}}}"#
+        )
+    };
+    let mut first = vec![meta("2026-09-29T00:00:00.000Z", "null")];
+    first.extend(codex_turn(
+        "t1",
+        "2026-09-29T00:00:10.000Z",
+        "first prompt",
+        "first answer",
+    ));
+    first.extend(codex_turn(
+        "t2",
+        "2026-09-29T00:01:00.000Z",
+        "second prompt",
+        "second answer",
+    ));
+    let mut revert = vec![meta(
+        "2026-09-29T00:02:00.000Z",
+        &format!(r#"{{"thread_id":"{THREAD}","end_ordinal_exclusive":6,"end_byte_offset":900}}"#),
+    )];
+    revert.extend(codex_turn(
+        "t3",
+        "2026-09-29T00:02:10.000Z",
+        "second prompt, edited",
+        "edited answer",
+    ));
+    let day = tmp.path().join("sessions/2026/09/29");
+    let rollout = "3f5e2c10-0000-4000-8000-000000000001";
+    let a = write(
+        &day,
+        &format!("rollout-2026-09-29T00-00-00-{THREAD}.jsonl"),
+        &first.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let b = write(
+        &day,
+        &format!("rollout-2026-09-29T00-02-00-{THREAD}_{rollout}.jsonl"),
+        &revert.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let store = import(tmp.path(), &[tmp.path().join("sessions")]);
+    let (id, reverted) = (
+        format!("codex-{THREAD}"),
+        format!("codex-{THREAD}_{rollout}"),
+    );
+    let info = store.info(&reverted).unwrap();
+    assert_eq!(info.parent_session.as_deref(), Some(id.as_str()));
+    assert_eq!(store.info(&id).unwrap().parent_session, None);
+    assert!(derived(&store, &id).contains("second answer"));
+    let edited = derived(&store, &reverted);
+    assert!(
+        edited.contains("edited answer") && !edited.contains("second answer"),
+        "{edited}"
+    );
+    assert_exports(&store, &id, &a);
+    assert_exports(&store, &reverted, &b);
+    assert!(lines_of(&store, &reverted).len() > 3);
+}
