@@ -33,20 +33,25 @@ const INJECTED: &[&str] = &[
 /// Cumulative token totals of a `token_count`.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct Totals {
+    /// Every input token: the cached and cache-written ones included.
     input: u64,
     cached: u64,
     output: u64,
     reasoning: u64,
+    /// Input tokens written to the cache (`cache_write_input_tokens`, Codex 0.153 on).
+    cache_write: u64,
 }
 
 impl Totals {
-    /// As saved for the next run: `[input, cached, output, reasoning]`.
+    /// As saved for the next run: `[input, cached, output, reasoning, cache_write]` (a state
+    /// saved before the fifth member had it zero).
     fn to_value(self) -> Value {
         Value::Array(vec![
             self.input.into(),
             self.cached.into(),
             self.output.into(),
             self.reasoning.into(),
+            self.cache_write.into(),
         ])
     }
 
@@ -62,6 +67,7 @@ impl Totals {
             cached: n(1),
             output: n(2),
             reasoning: n(3),
+            cache_write: n(4),
         }
     }
 
@@ -72,6 +78,7 @@ impl Totals {
             cached: self.cached.saturating_sub(earlier.cached),
             output: self.output.saturating_sub(earlier.output),
             reasoning: self.reasoning.saturating_sub(earlier.reasoning),
+            cache_write: self.cache_write.saturating_sub(earlier.cache_write),
         }
     }
 
@@ -81,6 +88,7 @@ impl Totals {
             cached: self.cached.saturating_add(more.cached),
             output: self.output.saturating_add(more.output),
             reasoning: self.reasoning.saturating_add(more.reasoning),
+            cache_write: self.cache_write.saturating_add(more.cache_write),
         }
     }
 
@@ -91,6 +99,7 @@ impl Totals {
             cached: n("cached_input_tokens"),
             output: n("output_tokens"),
             reasoning: n("reasoning_output_tokens"),
+            cache_write: n("cache_write_input_tokens"),
         })
     }
 }
@@ -825,9 +834,17 @@ fn uncounted_usage(st: &State) -> Option<String> {
         return None;
     }
     let t = st.latest.minus(st.counted).plus(st.uncounted);
-    let input = t.input.saturating_sub(t.cached);
+    let input = t
+        .input
+        .saturating_sub(t.cached)
+        .saturating_sub(t.cache_write);
+    let write = if t.cache_write > 0 {
+        format!(",\"cacheWriteTokens\":{}", t.cache_write)
+    } else {
+        String::new()
+    };
     Some(format!(
-        "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{},\"reasoningTokens\":{}}}",
+        "{{\"inputTokens\":{input},\"outputTokens\":{},\"cacheReadTokens\":{}{write},\"reasoningTokens\":{}}}",
         t.output, t.cached, t.reasoning
     ))
 }

@@ -142,3 +142,63 @@ fn a_reverted_codex_thread_is_a_session_of_its_own() {
     assert_exports(&store, &reverted, &b);
     assert!(lines_of(&store, &reverted).len() > 3);
 }
+
+/// The usage of each `assistant/message` of the session, as JSON text.
+fn usages(store: &Store, id: &str) -> Vec<String> {
+    lines_of(store, id)
+        .iter()
+        .filter(|l| l.contains(r#""type":"assistant/message""#))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["data"]["usage"].to_string()
+        })
+        .collect()
+}
+
+/// Codex 0.153 counts the input tokens written to the cache (`cache_write_input_tokens`) inside
+/// `input_tokens`, beside the cached ones: they were counted as plain input and
+/// `cacheWriteTokens` was never set (real `codex exec` figures: 51,599 = 36,339 cached + 15,248
+/// written + 12).
+#[test]
+fn codex_cache_writes_are_counted_apart_from_plain_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let count = |input: u64, cached: u64, written: u64, output: u64| {
+        format!(
+            r#"{{"timestamp":"2026-09-23T08:00:03.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{input},"cached_input_tokens":{cached},"cache_write_input_tokens":{written},"output_tokens":{output},"reasoning_output_tokens":0,"total_tokens":{}}},"model_context_window":258400}}}}}}"#,
+            input + output
+        )
+    };
+    let answer = |text: &str| {
+        format!(
+            r#"{{"timestamp":"2026-09-23T08:00:02.000Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}}}"#
+        )
+    };
+    let prompt = |text: &str| {
+        format!(
+            r#"{{"timestamp":"2026-09-23T08:00:01.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}}}"#
+        )
+    };
+    let lines = [
+        r#"{"timestamp":"2026-09-23T08:00:00.000Z","type":"session_meta","payload":{"id":"cw1","cwd":"/w","originator":"codex_exec","cli_version":"0.153.4","source":"exec","model_provider":"openai"}}"#.to_owned(),
+        prompt("say ok"),
+        answer("ok"),
+        count(51_599, 36_339, 15_248, 267),
+        prompt("again"),
+        answer("ok again"),
+        count(51_599 + 52_000, 36_339 + 51_500, 15_248 + 400, 267 + 5),
+    ];
+    let file = write(
+        tmp.path(),
+        "rollout-cw1.jsonl",
+        &lines.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let store = import(tmp.path(), &[file.clone()]);
+    assert_eq!(
+        usages(&store, "codex-cw1"),
+        [
+            r#"{"cacheReadTokens":36339,"cacheWriteTokens":15248,"inputTokens":12,"outputTokens":267,"reasoningTokens":0}"#,
+            r#"{"cacheReadTokens":51500,"cacheWriteTokens":400,"inputTokens":100,"outputTokens":5,"reasoningTokens":0}"#,
+        ]
+    );
+    assert_exports(&store, "codex-cw1", &file);
+}
