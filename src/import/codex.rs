@@ -28,6 +28,10 @@ const INJECTED: &[&str] = &[
     "<collaboration_mode>",
     "<recommended_plugins>",
     "<subagent_notification>",
+    // A Stop hook's reason to go on, fed back to the model in the turn (0.15x).
+    "<hook_prompt",
+    // The user's answers to the questions the agent asked, in the turn (0.15x).
+    "<send_user_message_question_reply>",
 ];
 
 /// Cumulative token totals of a `token_count`.
@@ -219,12 +223,10 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     for line in lines {
         let Some(v) = &line.value else { continue };
         let Some(p) = get(v, "payload") else { continue };
-        if get_str(v, "type") == Some("event_msg") && get_str(p, "type") == Some("user_message") {
-            if let Some(m) = get_str(p, "message") {
-                st.prompts.insert(m.trim().to_owned());
-                trailing.push(m.trim().to_owned());
-                st.saw_mirrors = true;
-            }
+        if let Some(m) = mirrored_prompt(v, p) {
+            st.prompts.insert(m.trim().to_owned());
+            trailing.push(m.trim().to_owned());
+            st.saw_mirrors = true;
         } else if get_str(p, "type") == Some("message") && get_str(p, "role") == Some("user") {
             trailing.clear();
         }
@@ -380,6 +382,11 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                         flush(b, &mut st);
                         b.error(get_str(payload, "message").unwrap_or("error"));
                     }
+                    // A paginated file's mirror of a typed prompt (0.145 on): kept as its
+                    // line, like every `item_completed`; the prompt is not waiting for it.
+                    "item_completed" if mirrored_prompt(v, payload).is_some() => {
+                        st.unmirrored = None;
+                    }
                     _ => {}
                 }
                 b.end_line(&format!("event_msg/{t}"));
@@ -487,6 +494,35 @@ fn is_injected(content: Option<&Value>) -> bool {
     first_text.is_some_and(injected)
 }
 
+/// The text of a typed prompt's mirror: an `event_msg` `user_message`'s `message`, or the
+/// texts of an `event_msg` `item_completed` whose item is a `UserMessage` (the mirror of the
+/// paginated files, 0.145 on, which write no `user_message`).
+fn mirrored_prompt(v: &Value, p: &Value) -> Option<String> {
+    if get_str(v, "type") != Some("event_msg") {
+        return None;
+    }
+    match get_str(p, "type")? {
+        "user_message" => get_str(p, "message").map(str::to_owned),
+        "item_completed" => {
+            let item = get(p, "item").filter(|i| get_str(i, "type") == Some("UserMessage"))?;
+            Some(texts_of(get(item, "content")).collect())
+        }
+        _ => None,
+    }
+}
+
+/// Whether a user message's `content_item_kinds` (0.15x, in
+/// `internal_chat_message_metadata_passthrough`) name what Codex put in it, none of it text the
+/// user typed (`user.text`): its environment, instructions, a hook's prompt (`unknown`).
+fn kinds_say_injected(item: &Value) -> bool {
+    get(item, "internal_chat_message_metadata_passthrough")
+        .and_then(|m| get(m, "content_item_kinds"))
+        .and_then(Value::as_array)
+        .is_some_and(|kinds| {
+            !kinds.is_empty() && kinds.iter().all(|k| k.as_str() != Some("user.text"))
+        })
+}
+
 /// Whether a user message's first text is context Codex injects (not typed by the user).
 fn injected(text: &str) -> bool {
     let t = text.trim_start();
@@ -518,7 +554,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
                     flush(b, st);
                     let blocks = blocks_of(content);
                     let typed = if st.prompts.is_empty() && !st.saw_mirrors {
-                        !is_injected(content)
+                        !is_injected(content) && !kinds_say_injected(p)
                     } else {
                         // A prompt sent as several text items (0.142) is mirrored as their
                         // concatenation.

@@ -192,7 +192,7 @@ fn codex_cache_writes_are_counted_apart_from_plain_input() {
         "rollout-cw1.jsonl",
         &lines.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let store = import(tmp.path(), &[file.clone()]);
+    let store = import(tmp.path(), std::slice::from_ref(&file));
     assert_eq!(
         usages(&store, "codex-cw1"),
         [
@@ -201,4 +201,114 @@ fn codex_cache_writes_are_counted_apart_from_plain_input() {
         ]
     );
     assert_exports(&store, "codex-cw1", &file);
+}
+
+/// The `envelope.kind` of each `user/message` of the session, and its number of turns.
+fn user_kinds_and_turns(store: &Store, id: &str) -> (Vec<String>, usize) {
+    let lines = lines_of(store, id);
+    let kinds = lines
+        .iter()
+        .filter(|l| l.contains(r#""type":"user/message""#))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["data"]["envelope"]["kind"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    let turns = lines
+        .iter()
+        .filter(|l| l.contains(r#""type":"turn/start""#))
+        .count();
+    (kinds, turns)
+}
+
+/// Paginated Codex files (`history_mode: "paginated"`, 0.145 on) write no `user_message`
+/// mirrors: their mirror of a typed prompt is an `item_completed` whose item is a
+/// `UserMessage`, and their user messages name what they hold in `content_item_kinds`. Told
+/// apart by markup alone, a Stop hook's `<hook_prompt …>` and the user's answer to the agent's
+/// question (`<send_user_message_question_reply>`), which Codex sends in the turn, were typed
+/// prompts: each ended the turn and opened another one inside one Codex task.
+#[test]
+fn codex_messages_injected_in_a_turn_of_a_paginated_file_stay_in_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let user = |text: &str, kinds: &str| {
+        format!(
+            r#"{{"timestamp":"2026-10-01T19:20:00.400Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}],"internal_chat_message_metadata_passthrough":{{"turn_id":"t1","content_item_kinds":[{kinds}]}}}}}}"#
+        )
+    };
+    let mirror = |text: &str| {
+        format!(
+            r#"{{"timestamp":"2026-10-01T19:20:00.401Z","type":"event_msg","payload":{{"type":"item_completed","thread_id":"pg","turn_id":"t1","item":{{"type":"UserMessage","id":"u","content":[{{"type":"text","text":"{text}","text_elements":[]}}]}}}}}}"#
+        )
+    };
+    let answer = |text: &str| {
+        format!(
+            r#"{{"timestamp":"2026-10-01T19:21:00.000Z","type":"response_item","payload":{{"type":"message","role":"assistant","phase":"final_answer","content":[{{"type":"output_text","text":"{text}"}}]}}}}"#
+        )
+    };
+    let task = |what: &str, turn: &str| {
+        format!(
+            r#"{{"timestamp":"2026-10-01T19:20:00.100Z","type":"event_msg","payload":{{"type":"{what}","turn_id":"{turn}"}}}}"#
+        )
+    };
+    let injected = [
+        (
+            r#"<hook_prompt hook_run_id=\"stop:2:/w/.codex/hooks.json\">Run the tests before finishing.</hook_prompt>"#,
+            r#""unknown""#,
+        ),
+        (
+            r#"<send_user_message_question_reply>\n[{\"answer\":\"eu-west-1\",\"question\":\"Which region?\"}]"#,
+            r#""user.text""#,
+        ),
+        // No markup this importer knows: the mirror (or, without mirrors, the kinds) tells.
+        ("Keep going until the build is green.", r#""unknown""#),
+    ];
+    for mirrored in [true, false] {
+        for (k, (text, kinds)) in injected.iter().enumerate() {
+            let mut lines = vec![
+                r#"{"timestamp":"2026-10-01T19:20:00.000Z","type":"session_meta","payload":{"id":"pg","cwd":"/w","originator":"codex-tui","cli_version":"0.159.3","source":"cli","model_provider":"openai","history_mode":"paginated"}}"#.to_owned(),
+                task("task_started", "t1"),
+                user(r#"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"#, r#""environments.environment_context""#),
+                user("fix the flaky test", r#""user.text""#),
+            ];
+            if mirrored {
+                lines.push(mirror("fix the flaky test"));
+            }
+            lines.extend([
+                answer("Fixed."),
+                user(text, kinds),
+                answer("Done."),
+                task("task_complete", "t1"),
+            ]);
+            lines.extend([
+                task("task_started", "t2"),
+                user("now the docs", r#""user.text""#),
+            ]);
+            if mirrored {
+                lines.push(mirror("now the docs"));
+            }
+            lines.extend([answer("Docs updated."), task("task_complete", "t2")]);
+            let dir = tmp.path().join(format!("{mirrored}-{k}"));
+            let file = write(
+                &dir,
+                "rollout-pg.jsonl",
+                &lines.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+            let store = import(&dir, std::slice::from_ref(&file));
+            let (kinds, turns) = user_kinds_and_turns(&store, "codex-pg");
+            assert_eq!(
+                (kinds, turns),
+                (
+                    ["context", "prompt", "context", "prompt"]
+                        .map(String::from)
+                        .to_vec(),
+                    2
+                ),
+                "mirrored {mirrored}, case {k}"
+            );
+            assert_exports(&store, "codex-pg", &file);
+        }
+    }
 }
