@@ -175,6 +175,38 @@ pub(crate) struct Scan {
     pub stop: Option<(u64, Fault)>,
 }
 
+/// The whole of a file a writer may be appending to, read in chunks from its end back to its
+/// start. A writer completes records in file order, so a record the copy holds complete was
+/// mostly complete before the (later) read of the records before it: read front to back, a
+/// copy often held records written after one it caught unwritten (read before the writer
+/// reached it), which reads as records that end early. (Not always: [`super::verify`] reads a
+/// segment being written again before it calls such a gap damage.) A file that shrinks
+/// meanwhile (its writer's close gives back the preallocated tail) is read again, from its new
+/// length.
+fn read_backwards(file: &File) -> std::io::Result<Vec<u8>> {
+    const CHUNK: u64 = 1 << 20;
+    'again: for _ in 0..8 {
+        let len = file.metadata()?.len();
+        let mut bytes = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
+        let mut end = len;
+        while end > 0 {
+            let start = end.saturating_sub(CHUNK);
+            // (`start` and `end` are within `len`, which fits in usize.)
+            let chunk = &mut bytes[start as usize..end as usize];
+            match file.read_exact_at(chunk, start) {
+                Ok(()) => end = start,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => continue 'again,
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(bytes);
+    }
+    // Shrinking again and again: the copy as a plain read finds it.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &*file, &mut bytes)?;
+    Ok(bytes)
+}
+
 /// Walks records from `offset` (holding `seq`) until the data ends or a record is not valid.
 pub(crate) fn scan(data: &[u8], mut offset: u64, mut seq: u64, check: &RecordCheck) -> Scan {
     let mut out = Scan::default();
@@ -455,6 +487,8 @@ impl SegmentView {
     /// A private copy of the segment and its index as they are now, read from the files (not
     /// mapped): for checking a segment that its writer may trim meanwhile (a file map cannot
     /// survive a shrink). The index is read first, so every record it names is in the copy.
+    /// The segment is read from its end back to its start ([`read_backwards`]), so that the
+    /// records a writer completes in order while the copy is made are a prefix of the copy.
     pub(crate) fn snapshot(dir: &Path, base_seq: u64) -> Result<SegmentView> {
         let path = dir.join(format::segment_file_name(base_seq));
         if File::open(&path)
@@ -470,9 +504,7 @@ impl SegmentView {
         let idx_path = dir.join(format::index_file_name(base_seq));
         let index_bytes = std::fs::read(&idx_path).ok().filter(|b| !b.is_empty());
         let file = File::open(&path).map_err(|e| Error::io("open segment", &path, e))?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut &file, &mut bytes)
-            .map_err(|e| Error::io("read segment", &path, e))?;
+        let bytes = read_backwards(&file).map_err(|e| Error::io("read segment", &path, e))?;
         let header =
             decode_segment_header(&bytes[..bytes.len().min(HEADER_SIZE)], &path, base_seq)?;
         let map = mmap::copy_to_map(&bytes).map_err(|e| Error::io("copy segment", &path, e))?;
