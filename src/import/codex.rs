@@ -391,6 +391,13 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                 }
                 b.end_line(&format!("event_msg/{t}"));
             }
+            // A message between the agents of a thread (0.144 on, multi-agent v2), which Codex
+            // writes as this line only: in a subagent's rollout, the task the root gives it; in
+            // the root's, a subagent's final answer.
+            "inter_agent_communication" => {
+                agent_message(b, &mut st, payload, &blocks_of(get(payload, "content")));
+                b.end_line("inter_agent_communication");
+            }
             "compacted" => {
                 flush(b, &mut st);
                 let summary = compaction_summary(payload);
@@ -492,6 +499,24 @@ fn is_injected(content: Option<&Value>) -> bool {
         _ => None,
     };
     first_text.is_some_and(injected)
+}
+
+/// A message another agent of the thread sent this one (`payload` names its `author` and
+/// `recipient`): input the model reads, and the model's next output is a new request.
+fn agent_message(b: &mut Builder<'_>, st: &mut State, p: &Value, blocks: &[String]) {
+    flush(b, st);
+    if b.step_is_open() {
+        b.end_step();
+    }
+    st.after_output = false;
+    let mut envelope = String::from("{\"source\":\"codex\",\"kind\":\"agent-message\"");
+    for key in ["author", "recipient"] {
+        if let Some(v) = get_str(p, key) {
+            envelope.push_str(&format!(",\"{key}\":{}", js(v)));
+        }
+    }
+    envelope.push('}');
+    b.user(blocks, &envelope);
 }
 
 /// The text of a typed prompt's mirror: an `event_msg` `user_message`'s `message`, or the
@@ -599,19 +624,7 @@ fn item(b: &mut Builder<'_>, st: &mut State, p: &Value) {
         // subagent's final answer to the root): input the model reads, and the model's next
         // output is a new request.
         "agent_message" => {
-            flush(b, st);
-            if b.step_is_open() {
-                b.end_step();
-            }
-            st.after_output = false;
-            let mut envelope = String::from("{\"source\":\"codex\",\"kind\":\"agent-message\"");
-            for key in ["author", "recipient"] {
-                if let Some(v) = get_str(p, key) {
-                    envelope.push_str(&format!(",\"{key}\":{}", js(v)));
-                }
-            }
-            envelope.push('}');
-            b.user(&blocks_of(get(p, "content")), &envelope);
+            agent_message(b, st, p, &blocks_of(get(p, "content")));
             b.end_line("response_item/agent_message");
         }
         "reasoning" => {

@@ -312,3 +312,67 @@ fn codex_messages_injected_in_a_turn_of_a_paginated_file_stay_in_it() {
         }
     }
 }
+
+/// Codex 0.144 on (multi-agent v2) writes a message between the agents of a thread as a
+/// top-level `inter_agent_communication` line only: in a subagent's rollout the task the root
+/// gives it, in the root's a subagent's final answer. Both were `import/line`s: the subagent's
+/// session had no prompt in `derive`, and the root's lacked the answer its next reply is based
+/// on.
+#[test]
+fn codex_messages_between_agents_reach_the_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let child = [
+        r#"{"timestamp":"2026-09-20T10:00:00.000Z","type":"session_meta","payload":{"id":"child1","timestamp":"2026-09-20T10:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.153.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":"root1","depth":1,"agent_path":"/root/tester"}}},"model_provider":"openai"}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:00.200Z","type":"inter_agent_communication","payload":{"id":"trigger","author":"/root","recipient":"/root/tester","other_recipients":[],"content":"rerun only the failing test","trigger_turn":true}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:00.300Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t-c1"}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:10.000Z","type":"response_item","payload":{"type":"message","role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"It passes on rerun."}]}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:10.200Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t-c1"}}"#,
+    ];
+    let root = [
+        r#"{"timestamp":"2026-09-20T09:59:00.000Z","type":"session_meta","payload":{"id":"root1","timestamp":"2026-09-20T09:59:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.153.0","source":"cli","model_provider":"openai"}}"#,
+        r#"{"timestamp":"2026-09-20T09:59:00.100Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t-r1"}}"#,
+        r#"{"timestamp":"2026-09-20T09:59:00.300Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"is a.test.ts flaky? ask the tester"}]}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"wait_agent","arguments":"{}","call_id":"call_r2"}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:11.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_r2","output":"{\"status\":\"completed\"}"}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:11.100Z","type":"inter_agent_communication","payload":{"author":"/root/tester","recipient":"/root","other_recipients":[],"content":"Message Type: FINAL_ANSWER\nTask name: /root\nSender: /root/tester\nPayload:\nIt passes on rerun.","trigger_turn":false}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:15.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Yes: it is flaky."}]}}"#,
+        r#"{"timestamp":"2026-09-20T10:00:15.200Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t-r1"}}"#,
+    ];
+    let files = [
+        write(tmp.path(), "rollout-child1.jsonl", &child),
+        write(tmp.path(), "rollout-root1.jsonl", &root),
+    ];
+    let store = import(tmp.path(), &files);
+    for (id, file, text, author) in [
+        (
+            "codex-child1",
+            &files[0],
+            "rerun only the failing test",
+            "/root",
+        ),
+        ("codex-root1", &files[1], "FINAL_ANSWER", "/root/tester"),
+    ] {
+        let lines = lines_of(&store, id);
+        let message = lines
+            .iter()
+            .find(|l| l.contains(r#""type":"user/message""#) && l.contains(text))
+            .unwrap_or_else(|| panic!("{id}: {lines:#?}"));
+        let v: serde_json::Value = serde_json::from_str(message).unwrap();
+        assert_eq!(v["data"]["envelope"]["kind"], "agent-message", "{message}");
+        assert_eq!(v["data"]["envelope"]["author"], author, "{message}");
+        assert!(derived(&store, id).contains(text), "{id}");
+        assert!(!lines
+            .iter()
+            .any(|l| l.contains(r#""kind":"inter_agent_communication""#)));
+        assert_exports(&store, id, file);
+    }
+    // The root's answer after the subagent's message is a request of its own.
+    let root_lines = lines_of(&store, "codex-root1");
+    assert_eq!(
+        root_lines
+            .iter()
+            .filter(|l| l.contains(r#""type":"step/start""#))
+            .count(),
+        2
+    );
+}
