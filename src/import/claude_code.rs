@@ -527,7 +527,31 @@ pub(crate) fn build(
                     }
                     b.end_line(QUEUED_KIND)
                 }
-                None => b.end_line("attachment"),
+                None => match hook_context(v) {
+                    // Context a hook gave the model (`additionalContext`), which 2.1.2xx writes
+                    // as an attachment only (older versions as a user line of context).
+                    Some(blocks) => {
+                        let envelope = CONTEXT_ENVELOPE.to_owned();
+                        match st.pending.as_mut() {
+                            Some(p) => p.queued.push(HeldQueued {
+                                blocks,
+                                envelope,
+                                held: HeldLine::take(b),
+                                removed: None,
+                            }),
+                            None => {
+                                b.user(&blocks, &envelope);
+                                b.end_line(HOOK_CONTEXT_KIND);
+                            }
+                        }
+                    }
+                    None => {
+                        let t = get(v, "attachment")
+                            .and_then(|a| get_str(a, "type"))
+                            .unwrap_or("unknown");
+                        b.end_line(&format!("attachment/{t}"));
+                    }
+                },
             },
             "progress" => {
                 let t = get(v, "data")
@@ -763,6 +787,32 @@ fn api_error_message(v: &Value) -> String {
     msg
 }
 
+/// The envelope of a user message of context (injected, not typed).
+const CONTEXT_ENVELOPE: &str = "{\"source\":\"claude-code\",\"kind\":\"context\"}";
+
+/// The `import/line` kind of a `hook_additional_context` attachment that made no message.
+const HOOK_CONTEXT_KIND: &str = "attachment/hook_additional_context";
+
+/// The text blocks of a `hook_additional_context` attachment (2.1.2xx: the `additionalContext`
+/// a hook returned, `content` a string or a list of them); `None` for any other line, or when
+/// it holds no text.
+fn hook_context(v: &Value) -> Option<Vec<String>> {
+    let a = get(v, "attachment")?;
+    if get_str(a, "type") != Some("hook_additional_context") {
+        return None;
+    }
+    let blocks: Vec<String> = match get(a, "content")? {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .filter(|t| !t.trim().is_empty())
+    .map(text_block)
+    .collect();
+    (!blocks.is_empty()).then_some(blocks)
+}
+
 /// The `import/line` kind of a `queued_command` attachment that made no message.
 const QUEUED_KIND: &str = "attachment/queued_command";
 
@@ -915,7 +965,7 @@ fn user(b: &mut Builder<'_>, v: &Value, back: Back<'_>) {
         b.user(&rest, "{\"source\":\"claude-code\",\"kind\":\"interrupt\"}");
         b.end_turn("interrupted", None);
     } else if flag("isMeta") || INJECTED.iter().any(|m| text.starts_with(m)) {
-        b.user(&rest, "{\"source\":\"claude-code\",\"kind\":\"context\"}");
+        b.user(&rest, CONTEXT_ENVELOPE);
     } else if results {
         // What the user wrote with a tool's result (2.1.x: the feedback typed at a permission
         // prompt, in the line of that call's result): the turn goes on, the response's other

@@ -879,7 +879,7 @@ fn lines_not_understood_are_kept_counted_and_exported() {
     );
     let (store, id, summary) = import_one(dir.path(), &file);
     assert_eq!(summary.unmapped.get("ai-title"), Some(&1));
-    assert_eq!(summary.unmapped.get("attachment"), Some(&1));
+    assert_eq!(summary.unmapped.get("attachment/file"), Some(&1));
     assert_eq!(summary.unmapped.get("unparsed"), Some(&1));
     assert!(
         summary

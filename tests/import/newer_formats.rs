@@ -376,3 +376,50 @@ fn codex_messages_between_agents_reach_the_history() {
         2
     );
 }
+
+/// Claude Code 2.1.2xx writes the context a hook returns (`additionalContext`) as an
+/// `attachment` of type `hook_additional_context` only, where older versions wrote a user line
+/// of context: it was an `import/line`, missing from `derive`. Other attachments stay
+/// `import/line`s, now counted by their type (`attachment/<type>`).
+#[test]
+fn claude_code_hook_context_attachments_reach_the_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"attachment":{"type":"hook_additional_context","content":["<project-memory-context>\nquartzlantern rules apply\n</project-memory-context>","second block harborlight note"],"hookName":"SessionStart","hookEvent":"SessionStart"},"type":"attachment","uuid":"att1","timestamp":"2026-06-07T05:00:01.000Z","sessionId":"h1","version":"2.1.207"}"#,
+        r#"{"parentUuid":"att1","type":"user","message":{"role":"user","content":"list the files"},"uuid":"u1","timestamp":"2026-06-07T05:00:02.000Z","sessionId":"h1","version":"2.1.207"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":10,"output_tokens":5}},"uuid":"a1","timestamp":"2026-06-07T05:00:03.000Z","sessionId":"h1","version":"2.1.207"}"#,
+        r#"{"parentUuid":"a1","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.txt"}]},"uuid":"u2","timestamp":"2026-06-07T05:00:04.000Z","sessionId":"h1","version":"2.1.207"}"#,
+        // Written while the response's next block may still come: it waits for the response.
+        r#"{"parentUuid":"u2","attachment":{"type":"hook_additional_context","content":"lint is clean","hookName":"PostToolUse","hookEvent":"PostToolUse"},"type":"attachment","uuid":"att2","timestamp":"2026-06-07T05:00:04.500Z","sessionId":"h1","version":"2.1.207"}"#,
+        r#"{"parentUuid":"att2","type":"attachment","attachment":{"type":"directory","path":"/repo/subdir","displayPath":"subdir/","content":"inner.txt"},"uuid":"att3","timestamp":"2026-06-07T05:00:04.600Z","sessionId":"h1","version":"2.1.207"}"#,
+        r#"{"parentUuid":"att3","type":"assistant","message":{"id":"m2","role":"assistant","model":"claude-x","content":[{"type":"text","text":"One file: a.txt"}],"usage":{"input_tokens":20,"output_tokens":6}},"uuid":"a2","timestamp":"2026-06-07T05:00:05.000Z","sessionId":"h1","version":"2.1.207"}"#,
+    ];
+    let file = write(tmp.path(), "h1.jsonl", &lines);
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let summary = import_paths(
+        &store,
+        std::slice::from_ref(&file),
+        &Options::default(),
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(summary.failed, 0, "{summary:?}");
+    assert_eq!(summary.unmapped.get("attachment/directory"), Some(&1));
+    assert_eq!(
+        summary.unmapped.get("attachment/hook_additional_context"),
+        None
+    );
+    let (kinds, turns) = user_kinds_and_turns(&store, "claude-h1");
+    assert_eq!(kinds, ["context", "prompt", "context"]);
+    assert_eq!(turns, 1);
+    let history = derived(&store, "claude-h1");
+    for text in [
+        "quartzlantern rules apply",
+        "harborlight note",
+        "lint is clean",
+    ] {
+        assert!(history.contains(text), "{text}: {history}");
+    }
+    assert!(!history.contains("inner.txt"), "{history}");
+    assert_exports(&store, "claude-h1", &file);
+}
