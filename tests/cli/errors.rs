@@ -169,6 +169,12 @@ fn unknown_sessions_bad_ids_and_missing_files_are_clear_errors() {
     let by_path = cli.run(&["status", dir.to_str().unwrap(), "--json"]);
     assert_eq!(by_path.ok(), cli.run(&["status", "typo", "--json"]).ok());
 
+    // A source file is imported by its path: `--from` does not read standard input (it said
+    // "read -: No such file or directory").
+    let run = cli.run_with(&["import", "--from", "auto", "-"], b"{}\n");
+    let err = run.fails(1);
+    assert!(err.contains("not standard input"), "{err}");
+
     // Missing files.
     let run = cli.run(&["import", "/nonexistent/file.jsonl"]);
     let err = run.fails(1);
@@ -194,6 +200,18 @@ fn unknown_sessions_bad_ids_and_missing_files_are_clear_errors() {
     assert_eq!(run.status.code(), Some(1));
     assert!(run.stdout.is_empty());
     assert!(String::from_utf8_lossy(&run.stderr).contains("no store at"));
+    // Commands on one session say so too (they said "no session … in store").
+    for cmd in ["show", "status", "derive", "export"] {
+        let run = cli
+            .command(&[cmd, "typo"])
+            .arg("--store")
+            .arg(&other)
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(1), "{cmd}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains("no store at"), "{cmd}: {err}");
+    }
     assert!(!other.exists());
 }
 

@@ -140,6 +140,8 @@ impl Ctx {
             if in_store || !is_dir(as_path)? {
                 validate_id(arg).map_err(|e| anyhow!("{e}"))?;
                 if !in_store {
+                    // No store there at all (a typo in --store): said so, as `ls` says it.
+                    self.require()?;
                     return Err(anyhow!(
                         "no session {arg:?} in store {} (list sessions with `agentlog ls`; \
                          choose the store with --store DIR or $AGENTLOG_STORE)",

@@ -23,7 +23,7 @@ use crate::target::Ctx;
 /// nothing. Prints the new session's id alone on stdout.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The JSONL file, or - for standard input; with --from, files or directory trees
+    /// The JSONL file, or - for standard input; with --from, files or directory trees (not -)
     #[arg(value_name = "FILE|-", required = true)]
     files: Vec<std::path::PathBuf>,
     /// Import Codex rollouts or Claude Code transcripts (auto: detect per file), one session
@@ -51,13 +51,21 @@ pub struct Args {
     title: Option<String>,
     /// Print one JSON object instead of the id: {"id","events","hadHeader"}; with --from,
     /// {"files","bytes","lines","created":[…],"updated":[…],"unchanged","events":{TYPE:n},
-    /// "warnings":[…]} (with --follow, one line per round that changed something)
+    /// "warnings":[…],"failed"} (with --follow, one line per round that changed something)
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(ctx: &Ctx, mut args: Args) -> Result<ExitCode> {
     if let Some(from) = args.from.take() {
+        if args.files.iter().any(|f| f.as_os_str() == "-") {
+            // A source file is imported by its path: the import state that lets a later run
+            // take only the new lines names it.
+            return Err(anyhow!(
+                "--from imports files by their path, not standard input: write it to a file \
+                 first (import - reads canonical JSONL from standard input)"
+            ));
+        }
         return run_from(ctx, &from, &args);
     }
     if args.files.len() != 1 {
