@@ -24,7 +24,7 @@ use crate::target::{Ctx, Target};
 /// valid event before the damage and cuts the rest, keeping the cut files in the session's
 /// damaged/ folder, and writes every valid event found after the damage (decoded, with its
 /// original seq) to damaged/<file>.after.jsonl. Then the session is closed cleanly. Needs the
-/// session's writer lock.
+/// session's writer lock. An archived session whose every record is sound is left as it is.
 ///
 /// A missing, invalid or checksum-failing session.json, or another session's (its id is not the
 /// one LOGMETA names), is rebuilt first from the session's LOGMETA (the header and
@@ -72,6 +72,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<ExitCode> {
         if let Ok(check) = log::verify(&target.dir) {
             if let Some(d) = check.corruption() {
                 return Err(refused(&d.corruption));
+            }
+            // An archived session (compressed, read-only until unarchived) whose every record
+            // is sound has nothing to recover: opening it for writing would start a new,
+            // empty segment in the archive.
+            if check.is_clean() && is_archived(&target.dir) {
+                return archived_and_sound(&target, check.events, check.segments.len(), args.json);
             }
         }
     }
@@ -245,6 +251,51 @@ fn cut_json(log: &log::RecoveryReport) -> Value {
 }
 
 /// Prints what opening the log found and did.
+/// True when the session's `session.json` is sound and says it is archived.
+fn is_archived(dir: &Path) -> bool {
+    SessionMeta::load(dir).is_ok_and(|m| m.state == agentlog::session::SessionState::Archived)
+}
+
+/// The report of `recover` on an archived session whose records are all sound: nothing done.
+fn archived_and_sound(
+    target: &Target,
+    events: u64,
+    segments: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let reader =
+        agentlog::session::SessionReader::open(&target.dir).map_err(|e| target.error(e))?;
+    let lifecycle = reader.lifecycle().map_err(|e| target.error(e))?;
+    if json {
+        print_json(&object(vec![
+            ("session", target.label.as_str().into()),
+            ("metaRebuilt", Value::Null),
+            ("events", events.into()),
+            ("state", lifecycle.state().to_string().into()),
+            ("cut", Value::Null),
+            ("salvaged", Value::Array(Vec::new())),
+            ("indexesRebuilt", Value::Array(Vec::new())),
+            ("removed", Value::Array(Vec::new())),
+            (
+                "openTurn",
+                lifecycle
+                    .open_work()
+                    .turn
+                    .map_or(Value::Null, |(t, _)| Value::from(t)),
+            ),
+            ("violations", 0u64.into()),
+        ]))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{}: archived, {events} event(s) in {segments} segment(s), every record sound: nothing \
+         to recover, nothing changed (`agentlog unarchive {}` makes it writable)",
+        target.label,
+        target.label
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_log_report(
     label: &str,
     log: &log::RecoveryReport,
