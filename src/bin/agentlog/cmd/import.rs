@@ -327,15 +327,23 @@ fn print_summary(summary: &agentlog::import::Summary) -> Result<()> {
     for id in summary.created.iter().chain(&summary.updated) {
         outln!("{id}")?;
     }
+    // "1 file", "2 files".
+    let n = |count: u64, one: &str, many: &str| {
+        format!("{count} {}", if count == 1 { one } else { many })
+    };
+    let failed = match summary.failed {
+        0 => String::new(),
+        k => format!(", {k} not imported"),
+    };
     eprintln!(
-        "imported {} files ({} bytes, {} lines): {} sessions created, {} updated, {} unchanged; {} events",
-        summary.files,
+        "read {} ({} bytes, {}): {} created, {} updated, {} unchanged{failed}; {}",
+        n(summary.files, "file", "files"),
         summary.bytes,
-        summary.lines,
-        summary.created.len(),
+        n(summary.lines, "line", "lines"),
+        n(summary.created.len() as u64, "session", "sessions"),
         summary.updated.len(),
         summary.unchanged,
-        summary.total_events()
+        n(summary.total_events(), "event", "events"),
     );
     if !summary.events.is_empty() {
         eprintln!("events by type:");
