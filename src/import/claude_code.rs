@@ -498,18 +498,7 @@ pub(crate) fn build(
                 // the turn (newer versions; older ones record only the queue's operations).
                 // Written once when the queue's `remove` wrote it already.
                 Some((blocks, envelope, text)) if st.queue.take(Taken::Attachment, &text) => {
-                    match st.pending.as_mut() {
-                        Some(p) => p.queued.push(HeldQueued {
-                            blocks,
-                            envelope,
-                            held: HeldLine::take(b),
-                            removed: None,
-                        }),
-                        None => {
-                            b.user(&blocks, &envelope);
-                            b.end_line(QUEUED_KIND);
-                        }
-                    }
+                    user_after_response(b, &mut st, blocks, envelope, QUEUED_KIND);
                 }
                 // The `remove` before it made the message, from its text alone: while that
                 // message still waits for its response, it takes the attachment's blocks (the
@@ -532,18 +521,7 @@ pub(crate) fn build(
                     // as an attachment only (older versions as a user line of context).
                     Some(blocks) => {
                         let envelope = CONTEXT_ENVELOPE.to_owned();
-                        match st.pending.as_mut() {
-                            Some(p) => p.queued.push(HeldQueued {
-                                blocks,
-                                envelope,
-                                held: HeldLine::take(b),
-                                removed: None,
-                            }),
-                            None => {
-                                b.user(&blocks, &envelope);
-                                b.end_line(HOOK_CONTEXT_KIND);
-                            }
-                        }
+                        user_after_response(b, &mut st, blocks, envelope, HOOK_CONTEXT_KIND);
                     }
                     None => {
                         let t = get(v, "attachment")
@@ -785,6 +763,29 @@ fn api_error_message(v: &Value) -> String {
         }
     }
     msg
+}
+
+/// A user message of an attachment line: written now, or, while a response is being
+/// assembled, held with its line until that response is written (after its results).
+fn user_after_response(
+    b: &mut Builder<'_>,
+    st: &mut State,
+    blocks: Vec<String>,
+    envelope: String,
+    kind: &str,
+) {
+    match st.pending.as_mut() {
+        Some(p) => p.queued.push(HeldQueued {
+            blocks,
+            envelope,
+            held: HeldLine::take(b),
+            removed: None,
+        }),
+        None => {
+            b.user(&blocks, &envelope);
+            b.end_line(kind);
+        }
+    }
 }
 
 /// The envelope of a user message of context (injected, not typed).

@@ -7,6 +7,8 @@ use std::path::Path;
 use agentlog::import::{export_source, import_paths, Options};
 use agentlog::store::Store;
 
+use crate::sweep_regressions::lines_of;
+
 /// Writes `lines` as the file `name` under `dir` (directories made); its path.
 fn write(dir: &Path, name: &str, lines: &[&str]) -> std::path::PathBuf {
     let file = dir.join(name);
@@ -23,20 +25,6 @@ fn import(dir: &Path, paths: &[std::path::PathBuf]) -> Store {
     let summary = import_paths(&store, paths, &Options::default(), |_, _| {}).unwrap();
     assert_eq!(summary.failed, 0, "{summary:?}");
     store
-}
-
-/// The session's events in canonical JSONL, one string each.
-fn lines_of(store: &Store, id: &str) -> Vec<String> {
-    store
-        .open_reader(id)
-        .unwrap()
-        .events()
-        .map(|e| {
-            agentlog::event::decode_event(e.unwrap())
-                .unwrap()
-                .to_canonical_string()
-        })
-        .collect()
 }
 
 /// `derive` of the session, as JSON text.

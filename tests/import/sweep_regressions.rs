@@ -70,7 +70,7 @@ fn a_codex_turn_completed_with_a_call_unanswered_ends_interrupted() {
 }
 
 /// The events of session `id`, in canonical JSONL, one string each.
-fn lines_of(store: &Store, id: &str) -> Vec<String> {
+pub(crate) fn lines_of(store: &Store, id: &str) -> Vec<String> {
     store
         .open_reader(id)
         .unwrap()
