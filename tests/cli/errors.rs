@@ -94,6 +94,8 @@ fn usage_errors_exit_2() {
         vec!["import", "--from", "xml", "x.jsonl"],
         vec!["purge", "x", "--seq", "abc"],
         vec!["purge", "x", "--seq", "5..2"],
+        // No worker at all was accepted (and then clamped to one).
+        vec!["import", "--from", "auto", "--jobs", "0", "x.jsonl"],
         vec![
             "ship",
             "--nats",
@@ -116,6 +118,8 @@ fn usage_errors_exit_2() {
         assert!(!run.stderr.is_empty(), "{args:?}");
         assert!(!run.stderr.contains("panicked"), "{args:?}");
     }
+    // An id may start with '-' (it was taken for an option).
+    assert_eq!(cli.run(&["create", "--id", "-x"]).ok().trim(), "-x");
     // Help is not an error.
     assert!(cli.run(&["--help"]).ok().contains("Exit codes"));
     assert!(cli

@@ -237,7 +237,7 @@ fn is_dir(path: &Path) -> Result<bool> {
 pub fn io_error(what: &str, path: &Path, e: &std::io::Error) -> anyhow::Error {
     if e.kind() == std::io::ErrorKind::PermissionDenied {
         anyhow!(
-            "permission denied: {what} {} ({e}); run as a user who may read it, or change its \
+            "permission denied: {what} {} ({e}); run as a user allowed to, or change its \
              permissions",
             path.display()
         )

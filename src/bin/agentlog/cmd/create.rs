@@ -14,8 +14,8 @@ use crate::target::Ctx;
 /// is created when missing. Prints the id alone on stdout; then `agentlog append ID` adds events.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session id (1 to 128 characters from A-Z a-z 0-9 . _ -)
-    #[arg(long)]
+    /// The session id (1 to 128 characters from A-Z a-z 0-9 . _ -; one may start with -)
+    #[arg(long, allow_hyphen_values = true)]
     id: Option<String>,
     /// The session title
     #[arg(long)]

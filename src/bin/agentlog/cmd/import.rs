@@ -40,8 +40,10 @@ pub struct Args {
     /// last 5 s
     #[arg(long, requires = "from")]
     keep_open: bool,
-    /// With --from: files imported side by side (default: four per processor, 4 to 16)
-    #[arg(long, value_name = "N", requires = "from")]
+    /// With --from: files imported side by side, at least 1 (default: four per processor, 4 to
+    /// 16)
+    #[arg(long, value_name = "N", requires = "from",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     jobs: Option<usize>,
     /// The session id (1 to 128 characters from A-Z a-z 0-9 . _ -)
     #[arg(long)]
