@@ -291,6 +291,19 @@ impl SessionMeta {
                 return Ok((SessionMeta::from_json(json)?, true));
             }
         }
+        // A checksum line that is not the last: what follows it is the damage (said so, rather
+        // than the parser's complaint about the checksum line itself).
+        if let Some(at) = body
+            .lines()
+            .position(|l| l.starts_with(CHECKSUM_PREFIX))
+            .filter(|&at| at + 1 < body.lines().count())
+        {
+            return Err(format!(
+                "line {}: unexpected text after the checksum line (a session.json is one JSON \
+                 object, then its checksum line)",
+                at + 2
+            ));
+        }
         match SessionMeta::from_json(text) {
             Ok(meta) => Ok((meta, false)),
             Err(e) if body.contains('\n') => Err(format!(
@@ -805,6 +818,19 @@ mod tests {
                 other => panic!("bit {bit} ({:?}): {other:?}", String::from_utf8_lossy(&b)),
             }
         }
+    }
+
+    /// Text after the checksum line is named by its line: the error said "line 2, column 1:
+    /// unexpected text", the parser's complaint about the checksum line, when the garbage was on
+    /// line 3 (QA pass).
+    #[test]
+    fn text_after_the_checksum_line_is_named_by_its_line() {
+        let text = format!("{}garbage\n", sample().to_file_text());
+        let err = SessionMeta::from_file_text(&text).unwrap_err();
+        assert!(
+            err.starts_with("line 3: unexpected text after the checksum line"),
+            "{err}"
+        );
     }
 
     /// A file an older agentlog wrote (one JSON object, no checksum line) is still read, as
