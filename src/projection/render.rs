@@ -265,8 +265,9 @@ fn placed_results(messages: &Messages, system_separates: bool) -> Placed {
             }
             Role::System => moved_on |= system_separates,
             Role::User => {
-                // The renderings put a message's results before the rest of it.
-                let mut other = false;
+                // The renderings put a message's results before the rest of it. A message
+                // without blocks is rendered too (an empty user message): it goes on.
+                let mut other = m.content.is_empty();
                 for (b, block) in m.content.iter().enumerate() {
                     match block {
                         Block::ToolResult { tool_use_id, .. } => {
@@ -357,7 +358,8 @@ fn synthetic_results(
         let mut answered = HashSet::new();
         let mut went_on = false;
         for (j, later) in list.iter().enumerate().skip(i + 1) {
-            let mut moved_on = false;
+            // An empty user message is rendered, between the call and any result.
+            let mut moved_on = later.role == Role::User && later.content.is_empty();
             match later.role {
                 Role::Assistant => moved_on = true,
                 Role::User => {

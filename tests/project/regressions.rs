@@ -339,6 +339,33 @@ mod renderings_of_damaged_orders {
         assert!(call < answer && answer < text, "{openai}");
     }
 
+    /// A user message without content blocks (an empty message between an agent's call and the
+    /// result its turn's end gave it: a damaged Codex inter-agent line, found by the
+    /// `source_import` fuzzer) is rendered, but it did not count as the conversation going on:
+    /// the result stayed after it, so the empty message stood between the call and its result.
+    #[test]
+    fn an_empty_user_message_does_not_come_between_a_call_and_its_result() {
+        let mut log = Log::new();
+        log.turn_start(1);
+        log.user("go");
+        log.step_start(1, 1);
+        log.assistant(
+            1,
+            1,
+            r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
+        );
+        let c1 = log.tool_call(1, 1, "c1", "ls");
+        log.add("user/message", r#"{"role":"user","content":[]}"#, "");
+        log.result(1, 1, "ls", Some("c1"), Some(&[c1]));
+        let messages = projection::messages(&log.events).unwrap();
+        assert_accepted("the renderings", &messages);
+        let openai = render_openai(&messages).to_string();
+        let call = openai.find(r#""tool_calls":[{"id":"c1""#).unwrap();
+        let answer = openai.find(r#""tool_call_id":"c1""#).unwrap();
+        let empty = openai.find(r#"{"role":"user","content":""}"#).unwrap();
+        assert!(call < answer && answer < empty, "{openai}");
+    }
+
     /// Two `tool_use` blocks with one id in one assistant message (a call line repeated in a
     /// damaged rollout) became two `tool_calls` entries with that id, answered twice: both
     /// providers refuse repeated ids. The renderings keep the first; the second result is text.
