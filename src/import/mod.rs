@@ -494,14 +494,14 @@ pub fn import_paths(
                 .clamp(4, 16)
         })
         .clamp(1, files.len().max(1));
-    let groups = by_session(&files, options.format);
+    let (groups, firsts) = by_session(&files, options.format, workers);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, u64, Summary)>();
     let mut results: Vec<Option<Summary>> = vec![None; files.len()];
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (files, groups, next, named) = (&files, &groups, &next, &named);
+            let (files, groups, firsts, next, named) = (&files, &groups, &firsts, &next, &named);
             scope.spawn(move || 'groups: loop {
                 let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(group) = groups.get(g) else {
@@ -514,12 +514,14 @@ pub fn import_paths(
                     let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
                     let mut one = Summary::default();
                     let walked = !named.contains(file.as_path());
+                    let first = firsts.get(i).cloned().flatten();
                     if let Err(e) = import_source(
                         store,
                         file,
                         options.format,
                         options.keep_open,
                         walked,
+                        first,
                         &mut one,
                     ) {
                         // Nothing of the file was written: only its warnings and the error count.
@@ -562,12 +564,37 @@ pub fn import_paths(
 /// The files of a run in groups to import one after another, in walk order: the files that
 /// would make the same session (a copy of a file elsewhere in the tree) in one group, so that
 /// the first of them makes it and the others are refused the same way whatever the number of
-/// workers and whichever finishes first; every other file alone.
-fn by_session(files: &[PathBuf], format: Option<Format>) -> Vec<Vec<usize>> {
+/// workers and whichever finishes first; every other file alone. Also each file's first line
+/// when it is complete JSON (it cannot change in a file that is only appended to), so that
+/// [`import_source`] need not read it again.
+/// The files' first lines are read by `workers` threads side by side (a rerun over an
+/// unchanged tree reads little else).
+fn by_session(
+    files: &[PathBuf],
+    format: Option<Format>,
+    workers: usize,
+) -> (Vec<Vec<usize>>, Vec<Option<Vec<u8>>>) {
+    let per = files.len().div_ceil(workers.max(1)).max(1);
+    let claims: Vec<(Option<String>, Option<Vec<u8>>)> = std::thread::scope(|scope| {
+        let parts: Vec<_> = files
+            .chunks(per)
+            .map(|part| {
+                scope.spawn(move || part.iter().map(|f| claim(f, format)).collect::<Vec<_>>())
+            })
+            .collect();
+        // (A part whose thread failed claims nothing: its files are imported alone.)
+        parts
+            .into_iter()
+            .zip(files.chunks(per))
+            .flat_map(|(h, part)| h.join().unwrap_or_else(|_| vec![(None, None); part.len()]))
+            .collect()
+    });
     let mut groups: Vec<Vec<usize>> = Vec::with_capacity(files.len());
+    let mut firsts = Vec::with_capacity(files.len());
     let mut group_of: HashMap<String, usize> = HashMap::new();
-    for (i, file) in files.iter().enumerate() {
-        match claimed_id(file, format) {
+    for (i, (id, first)) in claims.into_iter().enumerate() {
+        firsts.push(first);
+        match id {
             Some(id) => match group_of.entry(id) {
                 std::collections::hash_map::Entry::Occupied(g) => groups[*g.get()].push(i),
                 std::collections::hash_map::Entry::Vacant(v) => {
@@ -578,15 +605,21 @@ fn by_session(files: &[PathBuf], format: Option<Format>) -> Vec<Vec<usize>> {
             None => groups.push(vec![i]),
         }
     }
-    groups
+    (groups, firsts)
 }
 
 /// The id of the session `path` would be imported into, when its first line tells (as
-/// [`import_source`] finds it); `None` when it cannot be read or is in neither format.
-fn claimed_id(path: &Path, format: Option<Format>) -> Option<String> {
-    let (first_line, _, _) = read_head(path).ok()?;
-    let format = format.or_else(|| detect(&first_line))?;
-    Some(session_id(format, path, first_json(&first_line).as_ref()))
+/// [`import_source`] finds it; `None` when it cannot be read or is in neither format), and
+/// that first line when it is complete JSON.
+fn claim(path: &Path, format: Option<Format>) -> (Option<String>, Option<Vec<u8>>) {
+    let Ok((first_line, _, _)) = read_head(path) else {
+        return (None, None);
+    };
+    let value = first_json(&first_line);
+    let id = format
+        .or_else(|| detect(&first_line))
+        .map(|format| session_id(format, path, value.as_ref()));
+    (id, value.is_some().then_some(first_line))
 }
 
 /// A file's first line as JSON (a byte-order mark and surrounding blanks ignored).
@@ -665,7 +698,7 @@ pub fn import_file(
     summary: &mut Summary,
 ) -> Result<()> {
     let created = summary.created.len();
-    import_source(store, path, format, false, false, summary)?;
+    import_source(store, path, format, false, false, None, summary)?;
     if summary.created.len() > created {
         store.sync_sessions_dir()?;
     }
@@ -939,16 +972,24 @@ fn build_format(
 
 /// [`import_file`], leaving the source's open turn open when `keep_open`. A file found by
 /// walking a directory (`walked`) that is in neither format is only a warning (a tree may hold
-/// other JSONL files); a file named by the caller is refused.
+/// other JSONL files); a file named by the caller is refused. `first`: the file's first line
+/// when the caller read it already ([`by_session`]).
 fn import_source(
     store: &Store,
     path: &Path,
     format: Option<Format>,
     keep_open: bool,
     walked: bool,
+    first: Option<Vec<u8>>,
     summary: &mut Summary,
 ) -> Result<()> {
-    let (first_line, size, modified) = read_head(path)?;
+    let (first_line, size, modified) = match first {
+        Some(line) => {
+            let m = std::fs::metadata(path).map_err(|e| Error::io("read", path, e))?;
+            (line, m.len(), m.modified().ok())
+        }
+        None => read_head(path)?,
+    };
     // Lines of a response the file ends inside are held back only by a run that keeps the
     // turn open: while the file is being written, or when the response surely goes on.
     let hold = match (keep_open, written_lately(modified)) {
@@ -1047,7 +1088,15 @@ fn import_source(
                     session.close()?;
                     std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
                     summary.files -= 1;
-                    return import_source(store, path, Some(format), keep_open, walked, summary);
+                    return import_source(
+                        store,
+                        path,
+                        Some(format),
+                        keep_open,
+                        walked,
+                        None,
+                        summary,
+                    );
                 }
                 let held = session.len();
                 session.close()?;
