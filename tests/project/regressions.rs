@@ -311,15 +311,7 @@ mod renderings_of_damaged_orders {
     #[test]
     fn a_result_shown_as_text_does_not_come_between_a_call_and_its_result() {
         let mut log = Log::new();
-        log.turn_start(1);
-        log.user("go");
-        log.step_start(1, 1);
-        log.assistant(
-            1,
-            1,
-            r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
-        );
-        let c1 = log.tool_call(1, 1, "c1", "ls");
+        let c1 = log.ls_call();
         log.step_end(1, 1);
         log.step_start(1, 2);
         log.assistant(
@@ -346,15 +338,7 @@ mod renderings_of_damaged_orders {
     #[test]
     fn an_empty_user_message_does_not_come_between_a_call_and_its_result() {
         let mut log = Log::new();
-        log.turn_start(1);
-        log.user("go");
-        log.step_start(1, 1);
-        log.assistant(
-            1,
-            1,
-            r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
-        );
-        let c1 = log.tool_call(1, 1, "c1", "ls");
+        let c1 = log.ls_call();
         log.add("user/message", r#"{"role":"user","content":[]}"#, "");
         log.result(1, 1, "ls", Some("c1"), Some(&[c1]));
         let messages = projection::messages(&log.events).unwrap();

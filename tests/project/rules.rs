@@ -762,15 +762,7 @@ fn anthropic_describes_the_blocks_it_refuses_where_they_stand() {
 #[test]
 fn a_result_after_a_steering_message_is_rendered_right_after_its_call() {
     let mut log = Log::new();
-    log.turn_start(1);
-    log.user("go");
-    log.step_start(1, 1);
-    log.assistant(
-        1,
-        1,
-        r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
-    );
-    log.tool_call(1, 1, "c1", "ls");
+    log.ls_call();
     log.user("only the src folder, please");
     log.result(1, 1, "ls", Some("c1"), None);
     log.step_end(1, 1);

@@ -153,6 +153,20 @@ impl Log {
         )
     }
 
+    /// Turn 1 opened by the prompt "go", and its step 1 calling `ls` (call id `c1`): an
+    /// assistant message with the `tool_use` and its `tool/call`, whose seq is returned.
+    pub fn ls_call(&mut self) -> u64 {
+        self.turn_start(1);
+        self.user("go");
+        self.step_start(1, 1);
+        self.assistant(
+            1,
+            1,
+            r#"[{"type":"tool_use","id":"c1","name":"ls","input":{}}]"#,
+        );
+        self.tool_call(1, 1, "c1", "ls")
+    }
+
     /// A tool/result of `name`, with `callId` when given and `sourceEventSeqs` when given.
     pub fn make_result(
         &self,
