@@ -355,6 +355,27 @@ impl<'s> Builder<'s> {
     /// back: the line a run's first prompt continues from is usually the last one of the run
     /// before.
     pub fn earlier_mark(&self, uuid: &str) -> Option<Option<u64>> {
+        let (_, before) = self.earlier_line(uuid)?;
+        Some(self.last_node_before(before))
+    }
+
+    /// The mark before the content of an earlier run's line whose `uuid` member is `uuid`: the
+    /// last surface node, still current, built before the event that keeps the line (for a
+    /// line of a response: before the response's message). `None` as for
+    /// [`Builder::earlier_mark`].
+    pub fn earlier_mark_before(&self, uuid: &str) -> Option<Option<u64>> {
+        let (kept_in, _) = self.earlier_line(uuid)?;
+        Some(self.last_node_before(kept_in))
+    }
+
+    /// The last current node (in surface order) built before event `seq`.
+    fn last_node_before(&self, seq: u64) -> Option<u64> {
+        self.nodes.iter().rev().copied().find(|&n| n < seq)
+    }
+
+    /// The earlier run's main-thread line whose `uuid` member is `uuid`: the seq of the event
+    /// that keeps it, and the seq of the first event built from the lines after it.
+    fn earlier_line(&self, uuid: &str) -> Option<(u64, u64)> {
         let (reader, len) = self.earlier.as_ref().filter(|_| self.keep_raw)?;
         // The first event after the one being looked at that keeps a line: the events between
         // are built from that one's lines (a response's calls after its message).
@@ -392,7 +413,7 @@ impl<'s> Builder<'s> {
                 let before = line_of(entry)
                     .and_then(|at| passed.iter().find(|&&(_, first)| first < at))
                     .map_or(next_with_lines, |&(after, _)| after);
-                return Some(self.nodes.iter().rev().copied().find(|&n| n < before));
+                return Some((seq, before));
             }
             if let Some(first) = entries.iter().filter_map(line_of).min() {
                 passed.push((next_with_lines, first));
@@ -406,9 +427,26 @@ impl<'s> Builder<'s> {
     /// before the first node of this run) and are still current, so a message continuing from
     /// `mark` leaves a branch behind.
     pub fn has_nodes_after(&self, mark: Option<u64>) -> bool {
-        self.nodes
-            .last()
-            .is_some_and(|&last| mark.is_none_or(|m| last > m))
+        self.first_after(mark) < self.nodes.len()
+    }
+
+    /// The index (in surface order) of the first current node after `mark` (a
+    /// [`Builder::surface_mark`]), the number of nodes when none is after it. A mark that is no
+    /// longer current (a compaction replaced it) is after the current nodes built before it.
+    /// Surface order is seq order but after a compaction that kept the last nodes: its summary
+    /// comes before them.
+    fn first_after(&self, mark: Option<u64>) -> usize {
+        match mark {
+            None => 0,
+            Some(m) => match self.position(m) {
+                Some(i) => i + 1,
+                None => self
+                    .nodes
+                    .iter()
+                    .position(|&n| n > m)
+                    .unwrap_or(self.nodes.len()),
+            },
+        }
     }
 
     /// Where a rollback of the last `n` user turns goes back to: the surface node before the
@@ -442,8 +480,7 @@ impl<'s> Builder<'s> {
         };
         let upto = match within {
             None => self.nodes.len(),
-            Some(None) => 0,
-            Some(Some(m)) => self.nodes.iter().take_while(|&&x| x <= m).count(),
+            Some(mark) => self.first_after(mark),
         };
         let mut found = None;
         let mut left = n;
@@ -465,11 +502,7 @@ impl<'s> Builder<'s> {
     /// lines) stay in the log. A plain user message when nothing is after `mark`, or while a
     /// compaction is open (its range must stay current). Returns the number of nodes replaced.
     pub fn user_after(&mut self, blocks: &[String], envelope: &str, mark: Option<u64>) -> usize {
-        let from = self
-            .nodes
-            .iter()
-            .position(|&n| mark.is_none_or(|m| n > m))
-            .unwrap_or(self.nodes.len());
+        let from = self.first_after(mark);
         let (Some(&a), Some(&b), None) = (
             self.nodes.get(from),
             self.nodes.last(),
@@ -802,11 +835,47 @@ impl<'s> Builder<'s> {
 
     /// Opens a compaction of the whole current surface (none when the surface is empty).
     pub fn compact_start(&mut self) {
+        let last = self.nodes.len().checked_sub(1);
+        self.open_compaction(last);
+    }
+
+    /// Opens a compaction of the current surface that keeps its last nodes: those after `keep`
+    /// (a [`Builder::surface_mark`]: the last node that goes). The summary then takes the
+    /// place of the nodes before the kept ones, as Claude Code orders them after a compaction
+    /// that keeps the last messages (`preservedSegment`). A `keep` that is not a current node,
+    /// or that leaves nothing to compact, compacts the whole surface (with a warning).
+    pub fn compact_start_keeping(&mut self, keep: Option<u64>) {
         if self.compaction_open.is_some() {
             return;
         }
-        let kept = usize::from(self.pinned.is_some() && self.nodes.first() == self.pinned.as_ref());
-        if let (Some(&a), Some(&b)) = (self.nodes.get(kept), self.nodes.last()) {
+        let first = self.first_compacted();
+        let last = match keep.and_then(|m| self.position(m)).filter(|&i| i >= first) {
+            Some(i) => Some(i),
+            None => {
+                self.warn(
+                    "the messages this compaction keeps do not follow a message it compacts: \
+                     its summary replaces the whole history",
+                );
+                self.nodes.len().checked_sub(1)
+            }
+        };
+        self.open_compaction(last);
+    }
+
+    /// The index of the first node a compaction replaces: the pinned one stays.
+    fn first_compacted(&self) -> usize {
+        usize::from(self.pinned.is_some() && self.nodes.first() == self.pinned.as_ref())
+    }
+
+    /// `compact/start` of the nodes from the first compacted one through the one at index
+    /// `last` (none when there are none).
+    fn open_compaction(&mut self, last: Option<usize>) {
+        if self.compaction_open.is_some() {
+            return;
+        }
+        let first = self.first_compacted();
+        if let (Some(&a), Some(&b)) = (self.nodes.get(first), last.and_then(|i| self.nodes.get(i)))
+        {
             self.compaction_open = Some((a, b));
             self.emit(
                 EventData::CompactStart(CompactStart {
@@ -817,6 +886,11 @@ impl<'s> Builder<'s> {
                 None,
             );
         }
+    }
+
+    /// Where the current node of event `seq` is in surface order.
+    fn position(&self, seq: u64) -> Option<usize> {
+        self.nodes.iter().position(|&n| n == seq)
     }
 
     /// Completes a compaction with `summary`: `compact/summary`, the summary as a user message
@@ -842,9 +916,11 @@ impl<'s> Builder<'s> {
         );
         if let Some(data) = self.user_data(&[text_block(summary)], envelope) {
             let seq = self.emit(data, Some(replace(a, b)));
-            let pinned = self.pinned;
-            self.nodes.retain(|&n| Some(n) == pinned && n < a);
-            self.nodes.push(seq);
+            // The summary takes the place of the nodes `a` through `b` (in surface order); the
+            // ones a compaction keeps stay after it.
+            if let (Some(i), Some(j)) = (self.position(a), self.position(b)) {
+                self.nodes.splice(i..=j.max(i), [seq]);
+            }
         }
         self.compact_end(true);
     }

@@ -254,6 +254,10 @@ struct State<'l> {
     /// `uuid`s of lines met while a response was being assembled: their mark is taken when the
     /// response is written.
     unresolved: Vec<String>,
+    /// For each `uuid` of a main-thread line seen in this run: the last surface node before
+    /// the line's content (for a line of a response, before the response): where a compaction
+    /// that keeps the messages from that line on (`preservedSegment.headUuid`) ends.
+    before: std::collections::HashMap<String, Option<u64>>,
     /// The index of the line being built.
     line: usize,
     /// The index of the last `compact_boundary` line: while its compaction waits for its
@@ -369,6 +373,7 @@ pub(crate) fn build(
             .and_then(|r| get(r, "lastUsage"))
             .and_then(Usage::from_value),
         marks: std::collections::HashMap::new(),
+        before: std::collections::HashMap::new(),
         unresolved: Vec::new(),
         line: 0,
         compact_from: 0,
@@ -413,6 +418,9 @@ pub(crate) fn build(
             b.end_line(&format!("sidechain/{ty}"));
             continue;
         }
+        if let Some(u) = get_str(v, "uuid") {
+            st.before.insert(u.to_owned(), b.surface_mark());
+        }
         match ty {
             "assistant" => assistant(b, &mut st, v),
             "user"
@@ -432,6 +440,10 @@ pub(crate) fn build(
             }
             "user" => {
                 flush(b, &mut st);
+                // The response before this line is over: it is not part of this line.
+                if let Some(u) = get_str(v, "uuid") {
+                    st.before.insert(u.to_owned(), b.surface_mark());
+                }
                 // A queued message run as a prompt leaves the queue.
                 if let Some(text) = get(v, "message")
                     .and_then(|m| get(m, "content"))
@@ -461,7 +473,7 @@ pub(crate) fn build(
                     "api_error" => b.error(&api_error_message(v)),
                     "compact_boundary" => {
                         flush(b, &mut st);
-                        b.compact_start();
+                        compact_start(b, &st, v);
                         st.compact_from = i;
                     }
                     "turn_duration" => {
@@ -733,6 +745,36 @@ fn flush(b: &mut Builder<'_>, st: &mut State<'_>) {
     st.last_id = Some(p.id);
     b.time = now;
     b.give_carry(current);
+}
+
+/// Opens the compaction a `compact_boundary` line starts. One that keeps the last messages
+/// (`compactMetadata.preservedSegment`, 2.1.x: a compaction that summarizes all but the last
+/// messages, which the model goes on seeing after the summary) compacts the history before the
+/// first kept message (`headUuid`: a line of this run or of an earlier one); the rest is
+/// compacted whole.
+fn compact_start(b: &mut Builder<'_>, st: &State<'_>, v: &Value) {
+    let head = get(v, "compactMetadata")
+        .and_then(|m| get(m, "preservedSegment"))
+        .and_then(|p| get_str(p, "headUuid"));
+    let Some(head) = head else {
+        b.compact_start();
+        return;
+    };
+    match st
+        .before
+        .get(head)
+        .copied()
+        .or_else(|| b.earlier_mark_before(head))
+    {
+        Some(keep) => b.compact_start_keeping(keep),
+        None => {
+            b.warn(format_args!(
+                "the first message this compaction keeps ({head}) is not in the file: its \
+                 summary replaces the whole history"
+            ));
+            b.compact_start();
+        }
+    }
 }
 
 /// The message of a `system` `api_error` line: its `error`'s text (a string, or the object's

@@ -411,3 +411,121 @@ fn claude_code_hook_context_attachments_reach_the_history() {
     assert!(!history.contains("inner.txt"), "{history}");
     assert_exports(&store, "claude-h1", &file);
 }
+
+/// The positions of `texts` in `history`, each asserted present and after the one before.
+fn assert_in_order(history: &str, texts: &[&str]) {
+    let mut from = 0;
+    for text in texts {
+        let at = history[from..]
+            .find(text)
+            .unwrap_or_else(|| panic!("{text} missing after byte {from}: {history}"));
+        from += at + text.len();
+    }
+}
+
+/// A Claude Code compaction that keeps the last messages (2.1.x: `compactMetadata.
+/// preservedSegment`, written by the compactions that summarize all but the last messages):
+/// the kept messages stay in the file before the `compact_boundary` line, and the model goes
+/// on seeing them after the summary. The summary replaced the whole history, so `derive` lost
+/// them (and the next prompt, which continues from the last kept message, followed the summary
+/// alone). Now the summary replaces the messages before the first kept one, also when that one
+/// was imported by an earlier run.
+#[test]
+fn claude_code_compaction_keeps_the_messages_it_preserves() {
+    let line = |parent: &str, uuid: &str, second: u32, rest: &str| {
+        let parent = if parent.is_empty() {
+            "null".to_owned()
+        } else {
+            format!("\"{parent}\"")
+        };
+        format!(
+            r#"{{"parentUuid":{parent},{rest},"uuid":"{uuid}","timestamp":"2026-06-08T05:00:{second:02}.000Z","sessionId":"pk","version":"2.1.210"}}"#
+        )
+    };
+    let prompt =
+        |text: &str| format!(r#""type":"user","message":{{"role":"user","content":"{text}"}}"#);
+    let answer = |id: &str, content: &str| {
+        format!(
+            r#""type":"assistant","message":{{"id":"{id}","role":"assistant","model":"claude-x","content":[{content}],"usage":{{"input_tokens":10,"output_tokens":5}}}}"#
+        )
+    };
+    let lines = [
+        line("", "u1", 1, &prompt("start the quartzlantern task")),
+        line(
+            "u1",
+            "a1",
+            2,
+            &answer("m1", r#"{"type":"text","text":"quartzlantern noted"}"#),
+        ),
+        line("a1", "u2", 3, &prompt("now list the harborlight files")),
+        line(
+            "u2",
+            "a2",
+            4,
+            &answer(
+                "m2",
+                r#"{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}"#,
+            ),
+        ),
+        line(
+            "a2",
+            "r2",
+            5,
+            r#""type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"harborlight.txt"}]}"#,
+        ),
+        line(
+            "r2",
+            "a3",
+            6,
+            &answer("m3", r#"{"type":"text","text":"one harborlight file"}"#),
+        ),
+        line(
+            "",
+            "b1",
+            7,
+            r#""logicalParentUuid":"a3","type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"level":"info","compactMetadata":{"trigger":"auto","preTokens":5000,"preservedSegment":{"headUuid":"u2","anchorUuid":"s1","tailUuid":"a3"}}"#,
+        ),
+        line(
+            "b1",
+            "s1",
+            8,
+            r#""type":"user","isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"This session is being continued from a previous conversation. Summary: the amberfield task began."}"#,
+        ),
+        line("a3", "u3", 9, &prompt("thanks, go on")),
+        line(
+            "u3",
+            "a4",
+            10,
+            &answer("m4", r#"{"type":"text","text":"going on"}"#),
+        ),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let expected = [
+        "amberfield task began",
+        "now list the harborlight files",
+        "\"ls\"",
+        "harborlight.txt",
+        "one harborlight file",
+        "thanks, go on",
+        "going on",
+    ];
+    // One run of the whole file, and two: the kept messages imported by the first.
+    for cut in [refs.len(), 6] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = write(tmp.path(), "pk.jsonl", &refs[..cut]);
+        let store = import(tmp.path(), std::slice::from_ref(&file));
+        let summary = import_paths(
+            &store,
+            &[write(tmp.path(), "pk.jsonl", &refs)],
+            &Options::default(),
+            |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(summary.failed, 0, "{summary:?}");
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        let history = derived(&store, "claude-pk");
+        assert_in_order(&history, &expected);
+        assert!(!history.contains("quartzlantern"), "compacted: {history}");
+        assert_exports(&store, "claude-pk", &file);
+    }
+}
