@@ -1035,3 +1035,46 @@ mod non_utf8_file_names {
         import(&["import", "--from", "auto"], &claude);
     }
 }
+
+mod messages_of_the_2026_12_07_polish {
+    use crate::cli_common;
+
+    use cli_common::Cli;
+
+    /// `tail` of a session without events printed nothing at all, as if it had not run.
+    #[test]
+    fn tail_of_an_empty_session_says_so() {
+        let cli = Cli::new();
+        cli.run(&["create", "--id", "empty"]).ok();
+        let run = cli.run(&["tail", "empty"]);
+        assert!(run.ok().is_empty(), "stdout keeps only events");
+        assert!(
+            run.stderr.contains("session empty has no events"),
+            "{}",
+            run.stderr
+        );
+    }
+
+    /// The usage lines of `secrets`, `redact`, `ship` and `restore` showed only the form with
+    /// session ids, never `--all`.
+    #[test]
+    fn usage_lines_show_the_all_form() {
+        let cli = Cli::new();
+        for cmd in ["secrets", "redact", "ship", "restore"] {
+            let help = cli.run(&[cmd, "--help"]).ok().to_string();
+            let usage: Vec<&str> = help
+                .lines()
+                .skip_while(|l| !l.starts_with("Usage:"))
+                .take_while(|l| !l.trim().is_empty())
+                .collect();
+            assert!(
+                usage.iter().any(|l| l.contains("--all")),
+                "{cmd}: {usage:?}"
+            );
+            assert!(
+                usage.iter().any(|l| l.contains("SESSION")),
+                "{cmd}: {usage:?}"
+            );
+        }
+    }
+}

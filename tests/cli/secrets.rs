@@ -200,7 +200,8 @@ fn purge_turn_and_seqs_leave_tombstones_out_of_the_history() {
     let line = run.ok().lines().next().unwrap().to_string();
     let v = parse_json(&line).unwrap();
     // The user message, two chunks and the answer: the turn and step events have no content.
-    assert_eq!(v.get("matches").unwrap().as_u64(), Some(4));
+    assert_eq!(v.get("purged").unwrap().as_u64(), Some(4));
+    assert_eq!(v.get("matches"), v.get("purged"), "the name redact uses");
     let after: Vec<String> = cli
         .run(&["export", "s"])
         .ok()

@@ -18,6 +18,9 @@ use crate::target::Ctx;
 /// --all) new sessions, so search, stats --all and tail -f work here across every host's
 /// sessions.
 #[derive(Debug, clap::Args)]
+#[command(
+    override_usage = "agentlog restore [OPTIONS] --nats <URL> <SESSIONS>...\n       agentlog restore [OPTIONS] --nats <URL> --all"
+)]
 pub struct Args {
     /// The sessions (ids in the stream)
     #[arg(required_unless_present = "all")]

@@ -33,7 +33,10 @@ the custom rules of the store's agentlog.toml ([redact.custom], always on). See 
 ///
 /// Example: agentlog secrets --all --rules credentials
 #[derive(Debug, clap::Args)]
-#[command(after_help = RULES_HELP)]
+#[command(
+    after_help = RULES_HELP,
+    override_usage = "agentlog secrets [OPTIONS] <SESSION>...\n       agentlog secrets [OPTIONS] --all"
+)]
 pub struct ScanArgs {
     /// Session ids of the store
     #[arg(
@@ -66,7 +69,10 @@ pub struct ScanArgs {
 ///
 /// Example: agentlog redact --all --rules credentials
 #[derive(Debug, clap::Args)]
-#[command(after_help = RULES_HELP)]
+#[command(
+    after_help = RULES_HELP,
+    override_usage = "agentlog redact [OPTIONS] <SESSION>...\n       agentlog redact [OPTIONS] --all"
+)]
 pub struct RedactArgs {
     /// Session ids of the store
     #[arg(
@@ -109,7 +115,8 @@ pub struct PurgeArgs {
     /// The seqs to purge, A..B (both included)
     #[arg(long, value_name = "A..B", value_parser = parse_range, group = "range")]
     seq: Option<(u64, u64)>,
-    /// One JSON object per session rewritten: {"session","events","changed","matches","sharedWith"}
+    /// One JSON object per session rewritten: {"session","events","changed","purged",
+    /// "sharedWith"} ("matches", the member `redact` writes, is "purged" again)
     #[arg(long)]
     json: bool,
 }
@@ -273,19 +280,25 @@ fn damaged_note(store: &Store, id: &str, n: usize) {
     );
 }
 
-fn print_reports(reports: &[RewriteReport], what: &str, json: bool) -> Result<()> {
+/// Prints what each rewrite did. `what` names its count in the text (matches replaced, events
+/// purged); a purge's JSON also names it `purged` (next to `matches`, the name `redact` uses).
+fn print_reports(reports: &[RewriteReport], what: &str, json: bool, purge: bool) -> Result<()> {
     for r in reports {
         if json {
-            print_json(&object(vec![
+            let mut members = vec![
                 ("session", Value::from(r.id.as_str())),
                 ("events", Value::from(r.events)),
                 ("changed", Value::from(r.changed)),
                 ("matches", Value::from(r.matches)),
-                (
-                    "sharedWith",
-                    r.shared_with.as_deref().map_or(Value::Null, Value::from),
-                ),
-            ]))?;
+            ];
+            if purge {
+                members.push(("purged", Value::from(r.matches)));
+            }
+            members.push((
+                "sharedWith",
+                r.shared_with.as_deref().map_or(Value::Null, Value::from),
+            ));
+            print_json(&object(members))?;
         } else {
             let shared = r.shared_with.as_deref().map_or(String::new(), |s| {
                 format!(" (it shares segments with or was forked from {s}: rewritten too)")
@@ -313,7 +326,7 @@ pub fn run_redact(ctx: &Ctx, a: RedactArgs) -> Result<ExitCode> {
         match store.redact(&id, &r) {
             Ok(reports) => {
                 any |= !reports.is_empty();
-                print_reports(&reports, "matches replaced", a.json)?;
+                print_reports(&reports, "matches replaced", a.json, false)?;
                 // A rewrite leaves `damaged/` behind; a session not rewritten keeps it.
                 if let Ok(d) = store.scan_damaged(&id, &r) {
                     damaged_note(&store, &id, d.len());
@@ -368,6 +381,6 @@ pub fn run_purge(ctx: &Ctx, a: PurgeArgs) -> Result<ExitCode> {
     if reports.is_empty() && !a.json {
         eprintln!("nothing to purge: the events there are purged already");
     }
-    print_reports(&reports, "events purged", a.json)?;
+    print_reports(&reports, "events purged", a.json, true)?;
     Ok(ExitCode::SUCCESS)
 }

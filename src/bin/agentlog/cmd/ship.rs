@@ -22,6 +22,9 @@ use crate::target::Ctx;
 /// --status prints, per session, the shipped seq against the local length (no server needed);
 /// with --nats also what the stream holds of it (its event messages and last seq).
 #[derive(Debug, clap::Args)]
+#[command(
+    override_usage = "agentlog ship [OPTIONS] --nats <URL> <SESSIONS>...\n       agentlog ship [OPTIONS] --nats <URL> --all\n       agentlog ship --status [--nats <URL>] [SESSIONS]..."
+)]
 pub struct Args {
     /// The sessions (ids in the store)
     #[arg(required_unless_present_any = ["all", "status"])]

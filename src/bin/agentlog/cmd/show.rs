@@ -160,6 +160,19 @@ pub fn run_tail(ctx: &Ctx, args: TailArgs) -> Result<ExitCode> {
     let mut reader = target.reader()?;
     let len = reader.len();
     let from = len.saturating_sub(args.lines);
+    if len == 0 {
+        // Nothing to print would look like a command that did nothing; the note goes to stderr
+        // so a pipe gets only events.
+        eprintln!(
+            "note: no event shown: session {} has no events{}",
+            target.label,
+            if args.follow {
+                " yet (waiting for them)"
+            } else {
+                ""
+            }
+        );
+    }
     let filter = Filter::default();
     let mut view = View::new(&reader, &target, args.json, args.follow)?;
     view.date = spans_days(&reader, from, len, args.follow);
