@@ -528,20 +528,25 @@ pub(crate) fn build(
                     }
                     b.end_line(QUEUED_KIND)
                 }
-                None => match hook_context(v) {
-                    // Context a hook gave the model (`additionalContext`), which 2.1.2xx writes
-                    // as an attachment only (older versions as a user line of context).
-                    Some(blocks) => {
-                        let envelope = CONTEXT_ENVELOPE.to_owned();
-                        user_after_response(b, &mut st, blocks, envelope, HOOK_CONTEXT_KIND);
-                    }
-                    None => {
-                        let t = get(v, "attachment")
+                None => {
+                    let kind = format!(
+                        "attachment/{}",
+                        get(v, "attachment")
                             .and_then(|a| get_str(a, "type"))
-                            .unwrap_or("unknown");
-                        b.end_line(&format!("attachment/{t}"));
+                            .unwrap_or("unknown")
+                    );
+                    match hook_context(v).or_else(|| memory_context(v)) {
+                        // Context a hook gave the model (`additionalContext`), which 2.1.2xx
+                        // writes as an attachment only (older versions as a user line of
+                        // context); the text of a CLAUDE.md file met on the way
+                        // (`nested_memory`).
+                        Some(blocks) => {
+                            let envelope = CONTEXT_ENVELOPE.to_owned();
+                            user_after_response(b, &mut st, blocks, envelope, &kind);
+                        }
+                        None => b.end_line(&kind),
                     }
-                },
+                }
             },
             "progress" => {
                 let t = get(v, "data")
@@ -833,9 +838,6 @@ fn user_after_response(
 /// The envelope of a user message of context (injected, not typed).
 const CONTEXT_ENVELOPE: &str = "{\"source\":\"claude-code\",\"kind\":\"context\"}";
 
-/// The `import/line` kind of a `hook_additional_context` attachment that made no message.
-const HOOK_CONTEXT_KIND: &str = "attachment/hook_additional_context";
-
 /// The text blocks of a `hook_additional_context` attachment (2.1.2xx: the `additionalContext`
 /// a hook returned, `content` a string or a list of them); `None` for any other line, or when
 /// it holds no text.
@@ -854,6 +856,24 @@ fn hook_context(v: &Value) -> Option<Vec<String>> {
     .map(text_block)
     .collect();
     (!blocks.is_empty()).then_some(blocks)
+}
+
+/// The text block of a `nested_memory` attachment (2.1.x: a CLAUDE.md or rules file below the
+/// project's root that Claude Code loaded when the agent worked on a file under it), as Claude
+/// Code gives it to the model: `Contents of <path>:` and the file's text (`content.content`;
+/// the path is `content.path`, else the attachment's `path`). `None` for any other line, or
+/// when it holds no text (a line naming the file only).
+fn memory_context(v: &Value) -> Option<Vec<String>> {
+    let a = get(v, "attachment")?;
+    if get_str(a, "type") != Some("nested_memory") {
+        return None;
+    }
+    let content = get(a, "content")?;
+    let text = get_str(content, "content").filter(|t| !t.trim().is_empty())?;
+    let path = get_str(content, "path")
+        .or_else(|| get_str(a, "path"))
+        .unwrap_or("CLAUDE.md");
+    Some(vec![text_block(&format!("Contents of {path}:\n\n{text}"))])
 }
 
 /// The `import/line` kind of a `queued_command` attachment that made no message.

@@ -367,8 +367,9 @@ fn codex_messages_between_agents_reach_the_history() {
 
 /// Claude Code 2.1.2xx writes the context a hook returns (`additionalContext`) as an
 /// `attachment` of type `hook_additional_context` only, where older versions wrote a user line
-/// of context: it was an `import/line`, missing from `derive`. Other attachments stay
-/// `import/line`s, now counted by their type (`attachment/<type>`).
+/// of context: it was an `import/line`, missing from `derive`. So was the text of a CLAUDE.md
+/// below the project's root (`nested_memory`, as Claude Code gives it to the model). Other
+/// attachments stay `import/line`s, now counted by their type (`attachment/<type>`).
 #[test]
 fn claude_code_hook_context_attachments_reach_the_history() {
     let tmp = tempfile::tempdir().unwrap();
@@ -381,6 +382,10 @@ fn claude_code_hook_context_attachments_reach_the_history() {
         r#"{"parentUuid":"u2","attachment":{"type":"hook_additional_context","content":"lint is clean","hookName":"PostToolUse","hookEvent":"PostToolUse"},"type":"attachment","uuid":"att2","timestamp":"2026-06-07T05:00:04.500Z","sessionId":"h1","version":"2.1.207"}"#,
         r#"{"parentUuid":"att2","type":"attachment","attachment":{"type":"directory","path":"/repo/subdir","displayPath":"subdir/","content":"inner.txt"},"uuid":"att3","timestamp":"2026-06-07T05:00:04.600Z","sessionId":"h1","version":"2.1.207"}"#,
         r#"{"parentUuid":"att3","type":"assistant","message":{"id":"m2","role":"assistant","model":"claude-x","content":[{"type":"text","text":"One file: a.txt"}],"usage":{"input_tokens":20,"output_tokens":6}},"uuid":"a2","timestamp":"2026-06-07T05:00:05.000Z","sessionId":"h1","version":"2.1.207"}"#,
+        // A CLAUDE.md below the root, loaded when the agent went there: its text is context.
+        r#"{"parentUuid":"a2","type":"attachment","attachment":{"type":"nested_memory","path":"/repo/sub/CLAUDE.md","content":{"type":"Project","path":"/repo/sub/CLAUDE.md","content":"use tabs in sub, velvetgrove"}},"uuid":"att4","timestamp":"2026-06-07T05:00:06.000Z","sessionId":"h1","version":"2.1.207"}"#,
+        // One that names the file only: nothing to show.
+        r#"{"parentUuid":"att4","type":"attachment","attachment":{"type":"nested_memory","path":"/repo/other/CLAUDE.md","displayPath":"other/CLAUDE.md"},"uuid":"att5","timestamp":"2026-06-07T05:00:06.500Z","sessionId":"h1","version":"2.1.207"}"#,
     ];
     let file = write(tmp.path(), "h1.jsonl", &lines);
     let store = Store::open(tmp.path().join("store")).unwrap();
@@ -393,18 +398,20 @@ fn claude_code_hook_context_attachments_reach_the_history() {
     .unwrap();
     assert_eq!(summary.failed, 0, "{summary:?}");
     assert_eq!(summary.unmapped.get("attachment/directory"), Some(&1));
+    assert_eq!(summary.unmapped.get("attachment/nested_memory"), Some(&1));
     assert_eq!(
         summary.unmapped.get("attachment/hook_additional_context"),
         None
     );
     let (kinds, turns) = user_kinds_and_turns(&store, "claude-h1");
-    assert_eq!(kinds, ["context", "prompt", "context"]);
+    assert_eq!(kinds, ["context", "prompt", "context", "context"]);
     assert_eq!(turns, 1);
     let history = derived(&store, "claude-h1");
     for text in [
         "quartzlantern rules apply",
         "harborlight note",
         "lint is clean",
+        "Contents of /repo/sub/CLAUDE.md:\\n\\nuse tabs in sub, velvetgrove",
     ] {
         assert!(history.contains(text), "{text}: {history}");
     }
