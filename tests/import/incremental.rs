@@ -383,6 +383,40 @@ fn a_compaction_in_a_later_run_replaces_the_earlier_runs_history() {
     assert!(history.contains("Summary: first question answered"));
 }
 
+/// A compaction that keeps the last messages (`preservedSegment`), in the middle of a turn: the
+/// kept messages end with a call whose result comes after the summary. Cut at every line, the
+/// import gives the one-shot import's history: the summary, then the kept messages.
+#[test]
+fn a_compaction_keeping_the_last_messages_is_the_same_at_every_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"start the task"},"uuid":"u1","timestamp":"2026-06-08T05:00:01.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"noted"}],"usage":{"input_tokens":10,"output_tokens":5}},"uuid":"a1","timestamp":"2026-06-08T05:00:02.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"a1","type":"user","message":{"role":"user","content":"now list the files"},"uuid":"u2","timestamp":"2026-06-08T05:00:03.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"u2","type":"assistant","message":{"id":"m2","role":"assistant","model":"c","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":10,"output_tokens":5}},"uuid":"a2","timestamp":"2026-06-08T05:00:04.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"a2","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.txt"}]},"uuid":"r2","timestamp":"2026-06-08T05:00:05.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"r2","type":"assistant","message":{"id":"m3","role":"assistant","model":"c","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"cat a.txt"}}],"usage":{"input_tokens":10,"output_tokens":5}},"uuid":"a3","timestamp":"2026-06-08T05:00:06.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":null,"logicalParentUuid":"a3","type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":5000,"preservedSegment":{"headUuid":"u2","anchorUuid":"s1","tailUuid":"a3"}},"uuid":"b1","timestamp":"2026-06-08T05:00:07.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"b1","type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation. Summary: the task began."},"uuid":"s1","timestamp":"2026-06-08T05:00:08.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"a3","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"hello"}]},"uuid":"r3","timestamp":"2026-06-08T05:00:09.000Z","sessionId":"k2"}"#,
+        r#"{"parentUuid":"r3","type":"assistant","message":{"id":"m4","role":"assistant","model":"c","content":[{"type":"text","text":"it says hello"}],"usage":{"input_tokens":10,"output_tokens":5}},"uuid":"a4","timestamp":"2026-06-08T05:00:10.000Z","sessionId":"k2"}"#,
+    ];
+    assert_every_cut_equals_one_shot(dir.path(), "k2.jsonl", &lines);
+    let store = Store::open(dir.path().join("one-1-true/store")).unwrap();
+    let history = format!(
+        "{:?}",
+        reader(&store, "claude-k2").messages().unwrap().to_vec()
+    );
+    let at = |text: &str| {
+        history
+            .find(text)
+            .unwrap_or_else(|| panic!("{text}: {history}"))
+    };
+    assert!(!history.contains("noted"), "{history}");
+    assert!(at("the task began") < at("now list the files"), "{history}");
+    assert!(at("cat a.txt") < at("hello"), "{history}");
+}
+
 /// A rewind in a later run (a typed prompt whose `parentUuid` names a line an earlier run
 /// imported, with more after it) leaves the abandoned branch out of the history, as in one run
 /// of the whole file. Before, the branch points were known within one run only, and the

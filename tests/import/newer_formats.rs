@@ -536,3 +536,37 @@ fn claude_code_compaction_keeps_the_messages_it_preserves() {
         assert_exports(&store, "claude-pk", &file);
     }
 }
+
+/// A compaction whose first kept message is not in the file (a copy cut short at its start):
+/// the summary replaces the whole history, and the summary says why.
+#[test]
+fn claude_code_compaction_keeping_an_unknown_message_replaces_everything_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"first question"},"uuid":"u1","timestamp":"2026-06-08T06:00:01.000Z","sessionId":"pu"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","model":"c","content":[{"type":"text","text":"first answer"}],"usage":{"input_tokens":5,"output_tokens":2}},"uuid":"a1","timestamp":"2026-06-08T06:00:02.000Z","sessionId":"pu"}"#,
+        r#"{"parentUuid":null,"logicalParentUuid":"a1","type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":100,"preservedSegment":{"headUuid":"gone","anchorUuid":"s1","tailUuid":"a1"}},"uuid":"b1","timestamp":"2026-06-08T06:00:03.000Z","sessionId":"pu"}"#,
+        r#"{"parentUuid":"b1","type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation. Summary: one question answered."},"uuid":"s1","timestamp":"2026-06-08T06:00:04.000Z","sessionId":"pu"}"#,
+    ];
+    let file = write(tmp.path(), "pu.jsonl", &lines);
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let summary = import_paths(
+        &store,
+        std::slice::from_ref(&file),
+        &Options::default(),
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(summary.failed, 0, "{summary:?}");
+    assert!(
+        summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("pu.jsonl:3:") && w.contains("(gone) is not in the file")),
+        "{:?}",
+        summary.warnings
+    );
+    let history = derived(&store, "claude-pu");
+    assert!(history.contains("one question answered"), "{history}");
+    assert!(!history.contains("first"), "{history}");
+}
