@@ -139,6 +139,15 @@ struct State {
     /// Tokens of the totals before a reset (a resumed Codex process counts from zero again)
     /// that no message has counted yet.
     uncounted: Totals,
+    /// A `token_count` with totals was seen (in this run or an earlier one): the counts give
+    /// the usage, and `token_usage_record` lines are not added.
+    saw_counts: bool,
+    /// `latest` holds `token_usage_record` usage (a file without counts so far): the first
+    /// count then takes over from what they counted.
+    from_records: bool,
+    /// The `response_id`s of the `token_usage_record`s added in this run (a record written
+    /// twice is added once).
+    records: std::collections::HashSet<String>,
     /// The texts of the `event_msg` `user_message` mirrors: a user message whose text is one of
     /// them is a typed prompt (files without mirrors fall back to the injected-text markers).
     prompts: std::collections::HashSet<String>,
@@ -216,6 +225,11 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
         instructions: r("instructions").and_then(Value::as_str).map(str::to_owned),
         rollback: r("rollbackTo").map(Value::as_u64),
         deferred: Vec::new(),
+        // A state saved before records were read has totals only from counts.
+        saw_counts: flag("sawCounts")
+            || (!flag("fromRecords") && Totals::from_saved(r("latest")) != Totals::default()),
+        from_records: flag("fromRecords"),
+        records: std::collections::HashSet::new(),
     };
     // The mirrors after the last user message of these lines: their messages may come in the
     // next run's (at most MAX_CARRIED).
@@ -337,7 +351,12 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                             .and_then(|i| get(i, "total_token_usage"))
                             .and_then(Totals::from)
                         {
-                            if t.input < st.latest.input || t.output < st.latest.output {
+                            st.saw_counts = true;
+                            if std::mem::take(&mut st.from_records) {
+                                // Records counted so far: the count's totals hold them too,
+                                // so only what no message has taken yet stays uncounted.
+                                st.counted = t.minus(st.latest.minus(st.counted));
+                            } else if t.input < st.latest.input || t.output < st.latest.output {
                                 // The totals started again from zero: what the old ones had
                                 // not counted yet is kept aside, the new ones count from zero.
                                 st.uncounted = st.uncounted.plus(st.latest.minus(st.counted));
@@ -345,21 +364,7 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
                             }
                             st.latest = t;
                         }
-                        // The count of a response whose calls' outputs came before it.
-                        if !st.deferred.is_empty() {
-                            flush(b, &mut st);
-                        }
-                        // A count written after the turn's end (`task_complete`,
-                        // `turn_aborted`) with no output since: the count of the turn's last
-                        // response (no later message would take it, at the end of a file).
-                        if st.pending.items == 0 {
-                            if let Some(usage) = uncounted_usage(&st) {
-                                if b.add_to_last_response(&usage) {
-                                    st.counted = st.latest;
-                                    st.uncounted = Totals::default();
-                                }
-                            }
-                        }
+                        count_arrived(b, &mut st);
                     }
                     // The user rolled the thread back (edited an earlier prompt): Codex
                     // drops the last `num_turns` user turns from the history it sends. The
@@ -397,6 +402,19 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
             "inter_agent_communication" => {
                 agent_message(b, &mut st, payload, &blocks_of(get(payload, "content")));
                 b.end_line("inter_agent_communication");
+            }
+            // The usage of one model response (0.150 on). The cumulative `token_count`s give
+            // the usage where a file has them; in one without (so far), the records add up.
+            "token_usage_record" => {
+                let usage = get(payload, "usage").and_then(Totals::from);
+                let id = get_str(payload, "response_id");
+                let new = id.is_none_or(|id| st.records.insert(id.to_owned()));
+                if let (false, Some(u), true) = (st.saw_counts, usage, new) {
+                    st.latest = st.latest.plus(u);
+                    st.from_records = true;
+                    count_arrived(b, &mut st);
+                }
+                b.end_line("token_usage_record");
             }
             "compacted" => {
                 flush(b, &mut st);
@@ -449,6 +467,12 @@ pub(crate) fn build(b: &mut Builder<'_>, lines: &[SrcLine<'_>]) -> Result<()> {
     if !trailing.is_empty() {
         let texts = trailing.into_iter().map(Value::from).collect();
         let _ = m.push("prompts", Value::Array(texts));
+    }
+    if st.saw_counts {
+        let _ = m.push("sawCounts", true.into());
+    }
+    if st.from_records {
+        let _ = m.push("fromRecords", true.into());
     }
     let _ = m.push("sawTaskEvents", st.saw_task_events.into());
     let _ = m.push("turnHasPrompt", st.turn_has_prompt.into());
@@ -876,6 +900,24 @@ fn flush(b: &mut Builder<'_>, st: &mut State) {
     b.give_carry(current);
 }
 
+/// After a count (a `token_count`, or a `token_usage_record` in a file without them): the
+/// response whose calls' outputs came before it is written, with its usage; a count written
+/// after the turn's end (`task_complete`, `turn_aborted`) with no output since goes to the
+/// turn's last response (no later message would take it, at the end of a file).
+fn count_arrived(b: &mut Builder<'_>, st: &mut State) {
+    if !st.deferred.is_empty() {
+        flush(b, st);
+    }
+    if st.pending.items == 0 {
+        if let Some(usage) = uncounted_usage(st) {
+            if b.add_to_last_response(&usage) {
+                st.counted = st.latest;
+                st.uncounted = Totals::default();
+            }
+        }
+    }
+}
+
 /// The usage (JSON) of the tokens the counts so far hold past what a message counted, `None`
 /// when there are none.
 fn uncounted_usage(st: &State) -> Option<String> {
@@ -927,6 +969,7 @@ fn counts_or_output(kind: &str, payload: &Value) -> bool {
     let t = get_str(payload, "type");
     match kind {
         "event_msg" => t == Some("token_count"),
+        "token_usage_record" => true,
         "response_item" => t.is_some_and(is_output),
         _ => false,
     }

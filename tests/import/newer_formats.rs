@@ -570,3 +570,89 @@ fn claude_code_compaction_keeping_an_unknown_message_replaces_everything_with_a_
     assert!(history.contains("one question answered"), "{history}");
     assert!(!history.contains("first"), "{history}");
 }
+
+/// Codex 0.150 on writes each model response's usage as a `token_usage_record` line. Where a
+/// file has no cumulative `token_count`s, the records were its only usage, and the session had
+/// none. Now they add up (a record written twice counts once); in a file with counts, the
+/// counts give the usage and the records are not added again, also when a record comes before
+/// the first count.
+#[test]
+fn codex_usage_records_count_where_a_file_has_no_token_counts() {
+    let time = "2026-10-02T08:00:00.000Z";
+    let record = |id: &str, input: u64, cached: u64, output: u64| {
+        format!(
+            r#"{{"timestamp":"{time}","type":"token_usage_record","payload":{{"response_id":"{id}","usage":{{"input_tokens":{input},"cached_input_tokens":{cached},"output_tokens":{output},"reasoning_output_tokens":0,"total_tokens":{}}}}}}}"#,
+            input + output
+        )
+    };
+    let count = |input: u64, cached: u64, output: u64| {
+        format!(
+            r#"{{"timestamp":"{time}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{input},"cached_input_tokens":{cached},"output_tokens":{output},"reasoning_output_tokens":0,"total_tokens":{}}}}}}}}}"#,
+            input + output
+        )
+    };
+    let item = |payload: &str| {
+        format!(r#"{{"timestamp":"{time}","type":"response_item","payload":{payload}}}"#)
+    };
+    let meta = |id: &str| {
+        format!(
+            r#"{{"timestamp":"{time}","type":"session_meta","payload":{{"id":"{id}","cwd":"/w","originator":"codex_exec","cli_version":"0.155.0","source":"exec","model_provider":"openai"}}}}"#
+        )
+    };
+    let prompt =
+        item(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list"}]}"#);
+    let call = item(
+        r#"{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}"#,
+    );
+    let output = item(r#"{"type":"function_call_output","call_id":"c1","output":"a b"}"#);
+    let answer = item(
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"two"}]}"#,
+    );
+    let first = r#"{"cacheReadTokens":60,"inputTokens":40,"outputTokens":7,"reasoningTokens":0}"#;
+    let second = r#"{"cacheReadTokens":90,"inputTokens":30,"outputTokens":4,"reasoningTokens":0}"#;
+
+    // Records only; the call's output before its response's record, a record written twice.
+    let records_only = [
+        meta("ur1"),
+        prompt.clone(),
+        call.clone(),
+        output.clone(),
+        record("resp_1", 100, 60, 7),
+        answer.clone(),
+        record("resp_2", 120, 90, 4),
+        record("resp_2", 120, 90, 4),
+    ];
+    // Records and counts, each record before its count.
+    let both = [
+        meta("ur2"),
+        prompt.clone(),
+        call.clone(),
+        output.clone(),
+        record("resp_1", 100, 60, 7),
+        count(100, 60, 7),
+        answer.clone(),
+        record("resp_2", 120, 90, 4),
+        count(220, 150, 11),
+    ];
+    for (id, lines, cut) in [
+        ("ur1", &records_only[..], records_only.len()),
+        ("ur1", &records_only[..], 5),
+        ("ur2", &both[..], both.len()),
+        ("ur2", &both[..], 6),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let name = format!("rollout-{id}.jsonl");
+        let file = write(tmp.path(), &name, &refs[..cut]);
+        let store = import(tmp.path(), std::slice::from_ref(&file));
+        let file = write(tmp.path(), &name, &refs);
+        import(tmp.path(), std::slice::from_ref(&file));
+        let session = format!("codex-{id}");
+        assert_eq!(
+            usages(&store, &session),
+            [first, second],
+            "{id} cut at {cut}"
+        );
+        assert_exports(&store, &session, &file);
+    }
+}
