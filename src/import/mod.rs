@@ -393,7 +393,10 @@ fn session_id(format: Format, path: &Path, first: Option<&Value>) -> String {
                     .or_else(|| get_str(v, "id"))
                     .map(str::to_owned)
             });
-            match from_meta {
+            // A file whose first line is not written yet (or not a meta line): the thread id
+            // in its name (`rollout-<time>-<thread id>.jsonl`), which the meta line will give,
+            // so that a later run continues the same session.
+            match from_meta.or_else(|| first_uuid(&stem).map(str::to_owned)) {
                 Some(id) => format!("codex-{}", codex_rollout_id(&stem, id)),
                 None => format!("codex-{stem}"),
             }
@@ -415,6 +418,25 @@ fn session_id(format: Format, path: &Path, first: Option<&Value>) -> String {
         .collect();
     id.truncate(128);
     id
+}
+
+/// The first UUID (`8-4-4-4-12` hexadecimal digits) in `text` (a revert's file name holds the
+/// thread's, then the rollout's).
+fn first_uuid(text: &str) -> Option<&str> {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let is_uuid = |w: &[u8]| {
+        let mut at = 0;
+        GROUPS.iter().enumerate().all(|(i, &n)| {
+            let ok = w[at..at + n].iter().all(u8::is_ascii_hexdigit)
+                && (i == GROUPS.len() - 1 || w[at + n] == b'-');
+            at += n + 1;
+            ok
+        })
+    };
+    let b = text.as_bytes();
+    (0..=b.len().checked_sub(36)?)
+        .find(|&i| is_uuid(&b[i..i + 36]))
+        .map(|i| &text[i..i + 36])
 }
 
 /// A Codex thread's id, or the id of one of its rollouts when the file holds another rollout of
@@ -629,10 +651,26 @@ fn first_json(first_line: &[u8]) -> Option<Value> {
         .and_then(|t| crate::event::parse_json(t.trim_start_matches('\u{feff}').trim()).ok())
 }
 
+/// The `.jsonl` files under `path` (or `path` itself, a file), in name order. Symbolic links
+/// are followed, but a directory already walked (by its device and inode) is not walked again:
+/// a link back to a parent would otherwise repeat the tree until the path is too long, and two
+/// such links made the walk exponential.
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    collect_under(path, out, &mut std::collections::HashSet::new())
+}
+
+fn collect_under(
+    path: &Path,
+    out: &mut Vec<PathBuf>,
+    walked: &mut std::collections::HashSet<(u64, u64)>,
+) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).map_err(|e| Error::io("read", path, e))?;
     if meta.is_file() {
         out.push(path.to_path_buf());
+        return Ok(());
+    }
+    if !walked.insert((meta.dev(), meta.ino())) {
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -642,7 +680,7 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     entries.sort();
     for e in entries {
         if e.is_dir() {
-            collect_files(&e, out)?;
+            collect_under(&e, out, walked)?;
         } else if e.extension().is_some_and(|x| x == "jsonl") {
             out.push(e);
         }

@@ -10,4 +10,6 @@ mod parallel;
 mod robustness;
 mod sweep_regressions;
 mod titles;
+mod unwritten_rollout;
+mod walk_cycles;
 mod written;
