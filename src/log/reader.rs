@@ -837,15 +837,25 @@ fn last_segment_count(view: &SegmentView) -> Result<u64> {
     Ok(n)
 }
 
-/// Whether a record (valid or damaged: its header is not zero) starts at `end`, where a closed
-/// index says the segment's `count` records end: the index is older than the segment.
+/// Whether records follow `end`, where a closed index says the segment's `count` records end:
+/// the index is older than the segment (restored from a backup). A valid record there, or
+/// bytes that do not check with a valid record after them (damage in the middle of the
+/// records). Bytes that do not check with no valid record after them are stray bytes after the
+/// records, which `verify` reports as nothing lost and the next writer open zeroes: the records
+/// the index vouches for are read as they are.
 fn records_past(view: &SegmentView, count: u64, end: u64) -> bool {
-    view.cold().is_none()
-        && end < view.data().len() as u64
-        && !matches!(
-            segment::check_record(view.data(), end, view.header.base_seq + count, &view.check),
-            Err(Fault::Zero)
-        )
+    if view.cold().is_some() || end >= view.data().len() as u64 {
+        return false;
+    }
+    let seq = view.header.base_seq + count;
+    match segment::check_record(view.data(), end, seq, &view.check) {
+        Ok(_) => true,
+        Err(Fault::Zero) => false,
+        Err(_) => {
+            let ranges = view.data_ranges(end);
+            segment::valid_record_after(view.data(), end, seq, &view.check, &ranges).is_some()
+        }
+    }
 }
 
 /// Finds the records of a segment whose index names `count` of them by scanning; the offsets

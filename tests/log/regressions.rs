@@ -567,3 +567,40 @@ mod stale_closed_index {
         }
     }
 }
+
+mod stray_bytes_after_a_clean_close {
+    use agentlog::log::{Log, LogReader, Options, LASTSEG_FILE};
+
+    /// Bytes that are no record after the last record of a cleanly closed segment: `verify`
+    /// called the log sound (nothing is lost; the next writer open zeroes them), but every
+    /// reader took them for a damaged record vouched for by nothing and failed (`export`,
+    /// `status`, `ls`: "bad record header" at the seq after the last). A reader now reads the
+    /// records the closed index names, and counts more only when a valid record follows.
+    #[test]
+    fn a_reader_reads_every_record_before_stray_bytes() {
+        for keep_hint in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let payload = |i: u64| format!("record {i} {}", "y".repeat((i % 29) as usize));
+            let log = Log::open(dir.path(), Options::default()).unwrap();
+            for i in 0..10 {
+                log.append(payload(i).as_bytes()).unwrap();
+            }
+            log.close().unwrap();
+            let seg = dir.path().join("00000000000000000000.seg");
+            let mut data = std::fs::read(&seg).unwrap();
+            let used = data.iter().rposition(|&b| b != 0).unwrap() + 1;
+            let end = used.div_ceil(16) * 16;
+            data[end..end + 16].copy_from_slice(b"GARBAGE!GARBAGE!");
+            std::fs::write(&seg, &data).unwrap();
+            if !keep_hint {
+                let _ = std::fs::remove_file(dir.path().join(LASTSEG_FILE));
+            }
+
+            let r = LogReader::open(dir.path()).unwrap();
+            assert_eq!(r.len(), 10, "hint kept: {keep_hint}");
+            let got: Vec<Vec<u8>> = r.iter().map(|rec| rec.unwrap().payload.to_vec()).collect();
+            let want: Vec<Vec<u8>> = (0..10).map(|i| payload(i).into_bytes()).collect();
+            assert!(got == want, "{} records read", got.len());
+        }
+    }
+}
