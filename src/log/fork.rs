@@ -78,7 +78,8 @@ fn write_index_prefix(view: &SegmentView, to: &Path, count: u64, end: u64) -> Re
 fn check_records(view: &SegmentView, count: u64) -> Result<()> {
     let base = view.header.base_seq;
     for i in 0..count {
-        view.record(i).map_err(|(offset, fault)| {
+        // A missing or damaged index (derived data) is no damage of the records.
+        view.record_rescanning(i).map_err(|(offset, fault)| {
             Error::corrupt(&view.path, offset, Some(base + i), fault.into_kind())
         })?;
     }

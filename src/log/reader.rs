@@ -651,30 +651,12 @@ impl LogReader {
         let view = slots[k].view()?;
         self.check_ours(view, seq)?;
         let i = seq - view.header.base_seq;
-        match view.record(i) {
+        match view.record_rescanning(i) {
             Ok(found) => Ok(Record {
                 seq,
                 payload: found.payload,
             }),
             Err((offset, fault)) => {
-                if !view.has_fallback() && !view.is_cold() {
-                    // The index may be damaged: find the records by scanning, once.
-                    let s = segment::scan(
-                        view.data(),
-                        HEADER_SIZE as u64,
-                        view.header.base_seq,
-                        &view.check,
-                    );
-                    if (s.offsets.len() as u64) > i {
-                        view.use_fallback(s.offsets);
-                        if let Ok(found) = view.record(i) {
-                            return Ok(Record {
-                                seq,
-                                payload: found.payload,
-                            });
-                        }
-                    }
-                }
                 // A closed segment that ends before `seq` while a later one exists: the
                 // segments between are missing (not a record at offset 0 of this one).
                 let closed = view

@@ -707,6 +707,33 @@ impl SegmentView {
         check_record(self.data(), offset, seq, &self.check).map_err(|f| (offset, f))
     }
 
+    /// [`SegmentView::record`], and when that fails in a plain segment whose records were not
+    /// found by scanning yet: the index may be missing or damaged (derived data), so the
+    /// records are found by scanning, once, and record `i` is checked again. The error is the
+    /// first check's.
+    pub(crate) fn record_rescanning(&self, i: u64) -> std::result::Result<Found<'_>, (u64, Fault)> {
+        let first = match self.record(i) {
+            Ok(found) => return Ok(found),
+            Err(e) => e,
+        };
+        if self.has_fallback() || self.cold.is_some() {
+            return Err(first);
+        }
+        let s = scan(
+            self.data(),
+            HEADER_SIZE as u64,
+            self.header.base_seq,
+            &self.check,
+        );
+        if (s.offsets.len() as u64) > i {
+            self.use_fallback(s.offsets);
+            if let Ok(found) = self.record(i) {
+                return Ok(found);
+            }
+        }
+        Err(first)
+    }
+
     /// Checks that the index agrees with the segment for `count` records ending at `end`: the
     /// last entry names a valid record with the right seq that ends at `end`.
     pub(crate) fn index_tail_ok(&self, count: u64, end: u64) -> bool {

@@ -604,3 +604,53 @@ mod stray_bytes_after_a_clean_close {
         }
     }
 }
+
+mod fork_without_an_index {
+    use agentlog::log::{copy_prefix, Log, LogReader, Options};
+
+    /// A fork (`copy_prefix`) of a log whose segment index is missing or scrambled (derived
+    /// data: readers find the records by scanning, and `verify` calls the log sound) failed
+    /// with a damage error at offset 0 ("the records end early") and advised `--salvage`. It
+    /// now finds the records by scanning too.
+    #[test]
+    fn a_prefix_is_copied_when_an_index_is_missing_or_scrambled() {
+        for scramble in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let from = dir.path().join("from");
+            let payload = |i: u64| format!("record {i} {}", "z".repeat((i % 31) as usize));
+            let log = Log::open(&from, Options::default().segment_size(1 << 12)).unwrap();
+            for i in 0..200 {
+                log.append(payload(i).as_bytes()).unwrap();
+            }
+            log.close().unwrap();
+            let idx = from.join("00000000000000000000.idx");
+            if scramble {
+                let mut bytes = std::fs::read(&idx).unwrap();
+                for (i, b) in bytes.iter_mut().enumerate().skip(64) {
+                    *b = (i * 7 % 251) as u8;
+                }
+                std::fs::write(&idx, bytes).unwrap();
+            } else {
+                std::fs::remove_file(&idx).unwrap();
+            }
+            // The base seq of the second segment, from its file name.
+            let mut segs: Vec<String> = std::fs::read_dir(&from)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".seg"))
+                .collect();
+            segs.sort();
+            let first_segment: u64 = segs[1].trim_end_matches(".seg").parse().unwrap();
+            for n in [first_segment / 2, 150] {
+                let to = dir.path().join(format!("to-{n}"));
+                std::fs::create_dir(&to).unwrap();
+                copy_prefix(&from, &to, n).unwrap();
+                let r = LogReader::open(&to).unwrap();
+                assert_eq!(r.len(), n, "scrambled: {scramble}");
+                let got: Vec<Vec<u8>> = r.iter().map(|rec| rec.unwrap().payload.to_vec()).collect();
+                let want: Vec<Vec<u8>> = (0..n).map(|i| payload(i).into_bytes()).collect();
+                assert!(got == want, "{} records read", got.len());
+            }
+        }
+    }
+}
