@@ -516,7 +516,8 @@ pub fn import_paths(
                 .clamp(4, 16)
         })
         .clamp(1, files.len().max(1));
-    let (groups, firsts) = by_session(&files, options.format, workers);
+    let limit = store.config().max_event_size;
+    let (groups, firsts) = by_session(&files, options.format, workers, limit);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, u64, Summary)>();
     let mut results: Vec<Option<Summary>> = vec![None; files.len()];
@@ -595,13 +596,18 @@ fn by_session(
     files: &[PathBuf],
     format: Option<Format>,
     workers: usize,
+    limit: u64,
 ) -> (Vec<Vec<usize>>, Vec<Option<Vec<u8>>>) {
     let per = files.len().div_ceil(workers.max(1)).max(1);
     let claims: Vec<(Option<String>, Option<Vec<u8>>)> = std::thread::scope(|scope| {
         let parts: Vec<_> = files
             .chunks(per)
             .map(|part| {
-                scope.spawn(move || part.iter().map(|f| claim(f, format)).collect::<Vec<_>>())
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|f| claim(f, format, limit))
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         // (A part whose thread failed claims nothing: its files are imported alone.)
@@ -633,8 +639,8 @@ fn by_session(
 /// The id of the session `path` would be imported into, when its first line tells (as
 /// [`import_source`] finds it; `None` when it cannot be read or is in neither format), and
 /// that first line when it is complete JSON.
-fn claim(path: &Path, format: Option<Format>) -> (Option<String>, Option<Vec<u8>>) {
-    let Ok((first_line, _, _)) = read_head(path) else {
+fn claim(path: &Path, format: Option<Format>, limit: u64) -> (Option<String>, Option<Vec<u8>>) {
+    let Ok((first_line, _, _)) = read_head(path, limit) else {
         return (None, None);
     };
     let value = first_json(&first_line);
@@ -688,20 +694,55 @@ fn collect_under(
     Ok(())
 }
 
-/// The first non-blank line of a file (at most 16 lines looked at) and the file's size.
-fn read_head(path: &Path) -> Result<(Vec<u8>, u64, Option<SystemTime>)> {
-    use std::io::BufRead;
+/// The first line of `data` longer than `max` bytes: its number (1-based) and its length.
+fn overlong_line(data: &[u8], max: u64) -> Option<(u64, u64)> {
+    data.split(|&b| b == b'\n')
+        .enumerate()
+        .find(|(_, l)| l.len() as u64 > max)
+        .map(|(i, l)| (i as u64 + 1, l.len() as u64))
+}
+
+/// The first non-blank line of a file (at most 16 lines looked at), the file's size and time.
+/// A first line longer than `limit` bytes (the store's largest event: its event could never be
+/// written) is not kept whole: an error names it, with its length, before the file is read.
+fn read_head(path: &Path, limit: u64) -> Result<(Vec<u8>, u64, Option<SystemTime>)> {
+    use std::io::{BufRead, Read};
     let file = std::fs::File::open(path).map_err(|e| Error::io("read", path, e))?;
     let metadata = file.metadata().map_err(|e| Error::io("read", path, e))?;
     let (size, modified) = (metadata.len(), metadata.modified().ok());
     let mut reader = std::io::BufReader::new(file);
+    let io = |e| Error::io("read", path, e);
     let mut line = Vec::new();
-    for _ in 0..16 {
+    for n in 1..=16u64 {
         line.clear();
-        let n = reader
+        let read = (&mut reader)
+            .take(limit.saturating_add(1))
             .read_until(b'\n', &mut line)
-            .map_err(|e| Error::io("read", path, e))?;
-        if n == 0 || !line.iter().all(u8::is_ascii_whitespace) {
+            .map_err(io)?;
+        if line.len() as u64 > limit && line.last() != Some(&b'\n') {
+            // Too long: its length, read past without keeping it.
+            let mut len = line.len() as u64;
+            loop {
+                let buf = reader.fill_buf().map_err(io)?;
+                let (used, done) = match buf.iter().position(|&b| b == b'\n') {
+                    Some(at) => (at, true),
+                    None => (buf.len(), buf.is_empty()),
+                };
+                len += used as u64;
+                reader.consume(used);
+                if done {
+                    break;
+                }
+            }
+            return Err(Error::Import {
+                line: n,
+                source: Box::new(Error::Log(crate::log::Error::EventTooLarge {
+                    size: len,
+                    max: limit,
+                })),
+            });
+        }
+        if read == 0 || !line.iter().all(u8::is_ascii_whitespace) {
             break;
         }
     }
@@ -1026,7 +1067,7 @@ fn import_source(
             let m = std::fs::metadata(path).map_err(|e| Error::io("read", path, e))?;
             (line, m.len(), m.modified().ok())
         }
-        None => read_head(path)?,
+        None => read_head(path, store.config().max_event_size)?,
     };
     // Lines of a response the file ends inside are held back only by a run that keeps the
     // turn open: while the file is being written, or when the response surely goes on.
@@ -1097,6 +1138,15 @@ fn import_source(
         }
     }
     let data = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    // A line longer than the largest event is refused before it is parsed: its event (which
+    // keeps the line) could never be written, and parsing it would take many times its size.
+    let max = store.config().max_event_size;
+    if let Some((line, size)) = overlong_line(&data, max) {
+        return Err(Error::Import {
+            line,
+            source: Box::new(Error::Log(crate::log::Error::EventTooLarge { size, max })),
+        });
+    }
 
     // A session of that id: continue it from where the last import stopped.
     match store.open_session(&id) {

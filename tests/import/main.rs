@@ -6,6 +6,7 @@ mod fuzz_sources;
 mod import_formats;
 mod incremental;
 mod newer_formats;
+mod overlong_lines;
 mod parallel;
 mod robustness;
 mod sweep_regressions;
