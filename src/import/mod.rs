@@ -326,6 +326,10 @@ struct SourceState {
     /// The format builder's state for the next run (Codex token totals and model, the last
     /// Claude Code response id).
     resume: Option<Value>,
+    /// A hash of the file's last bytes imported ([`imported_tail_hash`]): a file whose bytes
+    /// there changed is another file at the same path (replaced, not appended to), and is not
+    /// continued. `None` in a state written before it was kept.
+    tail_hash: Option<String>,
 }
 
 impl SourceState {
@@ -348,6 +352,9 @@ impl SourceState {
         if let Some(r) = &self.resume {
             let _ = m.push("resume", r.clone());
         }
+        if let Some(h) = &self.tail_hash {
+            let _ = m.push("tailHash", h.as_str().into());
+        }
         Value::Object(m)
     }
 
@@ -362,6 +369,7 @@ impl SourceState {
             open: get(v, "open").and_then(Value::as_bool) == Some(true),
             sidechains_open: get(v, "sidechainsOpen").and_then(Value::as_bool) == Some(true),
             resume: get(v, "resume").cloned(),
+            tail_hash: get_str(v, "tailHash").map(str::to_owned),
         })
     }
 }
@@ -786,6 +794,8 @@ pub fn import_file(
 
 /// The lines of a file past what an earlier import took, parsed once each.
 struct NewLines<'d> {
+    /// The whole file.
+    data: &'d [u8],
     /// Where the new bytes start in the file.
     start: usize,
     /// The bytes after `start` (an incomplete last line included).
@@ -819,7 +829,15 @@ impl NewLines<'_> {
             memchr::memrchr(b'\n', self.new_data).map_or(0, |i| i + 1)
         };
         state.bytes = (self.start + consumed) as u64;
+        state.tail_hash = Some(imported_tail_hash(self.data, state.bytes));
     }
+}
+
+/// A hash (BLAKE3, hex) of the (at most) 256 bytes of `data` before `end`.
+fn imported_tail_hash(data: &[u8], end: u64) -> String {
+    let end = usize::try_from(end).unwrap_or(usize::MAX).min(data.len());
+    let tail = &data[end.saturating_sub(256)..end];
+    blake3::hash(tail).to_hex().to_string()
 }
 
 /// The lines of `data` after what `state` says was imported: `None` (with a warning) when the
@@ -836,6 +854,18 @@ fn new_lines<'d>(
             "{shown}: the file is shorter ({} bytes) than what was imported ({} bytes): skipped",
             data.len(),
             state.bytes
+        ));
+        return None;
+    }
+    if state
+        .tail_hash
+        .as_ref()
+        .is_some_and(|h| *h != imported_tail_hash(data, state.bytes))
+    {
+        summary.warnings.push(format!(
+            "{shown}: the bytes imported last are not what the file holds there now: another \
+             file replaced it at this path (an import continues a file only appended to): \
+             skipped; delete the session to import the new file"
         ));
         return None;
     }
@@ -910,6 +940,7 @@ fn new_lines<'d>(
         }
     }
     Some(NewLines {
+        data,
         start,
         new_data,
         src,
@@ -1256,6 +1287,7 @@ fn new_session(
         open: false,
         sidechains_open: false,
         resume: None,
+        tail_hash: None,
     };
     let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
         return Ok(());

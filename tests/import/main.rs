@@ -8,6 +8,7 @@ mod incremental;
 mod newer_formats;
 mod overlong_lines;
 mod parallel;
+mod replaced_file;
 mod robustness;
 mod sweep_regressions;
 mod titles;
