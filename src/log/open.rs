@@ -75,7 +75,8 @@ impl std::fmt::Display for RecoveryReport {
             if self.clean {
                 "closed cleanly"
             } else {
-                "recovered after an unclean stop"
+                "no clean close recorded (a writer that stopped without closing, or its \
+                 last index lost or damaged)"
             }
         )?;
         if let Some(c) = &self.cut {

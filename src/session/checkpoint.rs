@@ -450,7 +450,12 @@ fn check(bytes: &[u8], log: &LogReader) -> std::result::Result<Stored, Bad> {
             log.len()
         ));
     }
-    let want = tail_crc(log, covers).map_err(|e| format!("reading event {covers} - 1: {e}"))?;
+    let want = tail_crc(log, covers).map_err(|e| {
+        format!(
+            "reading the last event it covers (seq {}): {e}",
+            covers.saturating_sub(1)
+        )
+    })?;
     if want != u32_at(h, 40) {
         return Err(format!(
             "the event at seq {} is not the one it was derived from: stale",

@@ -162,11 +162,9 @@ pub(crate) fn write_atomically(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let temp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    remove_dead_temps(&dir, &prefix);
+    let temp = dir.join(format!("{prefix}{}", std::process::id()));
     let result = (|| -> Result<()> {
         let file = OpenOptions::new()
             .write(true)
@@ -200,6 +198,31 @@ pub(crate) fn write_atomically(
     result.map_err(|e| e.context(format!("nothing was written to {}", path.display())))
 }
 
+/// Removes the temporary files `<prefix><pid>` in `dir` of exports whose process is gone (a
+/// `kill -9` in the middle leaves one, as large as what it had written, holding session
+/// content). Those of live processes (this one, another export running) are left alone.
+fn remove_dead_temps(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = rustix::process::Pid::from_raw(pid).is_some_and(|pid| {
+            rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+        });
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +245,26 @@ mod tests {
         write_atomically(&path, |out| Ok(out.write_all(b"new\n")?)).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A `kill -9` of `export -o FILE` left `.FILE.tmp-<pid>` behind for good (the QA pass of
+    /// 2026-12-08 found four, of 3.8 to 20 MB). The next export to FILE removes those of
+    /// processes that are gone, and leaves a live one's alone.
+    #[test]
+    fn an_export_removes_the_temporary_files_of_killed_exports() {
+        let dir = std::env::temp_dir().join(format!("agentlog-export-dead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.jsonl");
+        // A pid no process has (above the kernel's maximum), and this live process's.
+        let dead = dir.join(format!(".out.jsonl.tmp-{}", i32::MAX));
+        let live = dir.join(".out.jsonl.tmp-1");
+        std::fs::write(&dead, b"half of a session").unwrap();
+        std::fs::write(&live, b"another export at work").unwrap();
+        write_atomically(&path, |out| Ok(out.write_all(b"new\n")?)).unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists(), "pid 1 lives");
+        assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
