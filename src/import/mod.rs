@@ -546,7 +546,7 @@ pub fn import_paths(
                     let mut one = Summary::default();
                     let walked = !named.contains(file.as_path());
                     let first = firsts.get(i).cloned().flatten();
-                    if let Err(e) = import_source(
+                    let mut result = import_source(
                         store,
                         file,
                         options.format,
@@ -554,7 +554,23 @@ pub fn import_paths(
                         walked,
                         first,
                         &mut one,
-                    ) {
+                    );
+                    if let Err(Error::Exists(_)) = result {
+                        // Another process (a second `import` of the same tree, from cron
+                        // say) made the session between this run's look and its own: the
+                        // file is continued from what that one imported.
+                        one = Summary::default();
+                        result = import_source(
+                            store,
+                            file,
+                            options.format,
+                            options.keep_open,
+                            walked,
+                            None,
+                            &mut one,
+                        );
+                    }
+                    if let Err(e) = result {
                         // Nothing of the file was written: only its warnings and the error count.
                         let mut warnings = std::mem::take(&mut one.warnings);
                         warnings.push(format!("{}: not imported: {e}", file.display()));

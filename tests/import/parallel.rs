@@ -186,3 +186,38 @@ fn copies_of_one_file_make_one_session_the_same_way_whatever_the_workers() {
         assert!(out == std::fs::read(&first).unwrap());
     }
 }
+
+/// Two `import --from` runs of one tree at once (cron and a run by hand) both exited 1, each
+/// reporting files "not imported: a session … exists already" that the other had just made,
+/// although the store ended complete (QA pass of 2026-12-08). A run that finds the session made
+/// meanwhile continues it from what the other imported; both succeed.
+#[test]
+fn two_imports_of_one_tree_at_once_both_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    make_tree(&tree, 10, Which::Both);
+    for round in 0..3 {
+        let store = dir.path().join(format!("store-{round}"));
+        let run = || {
+            Command::new(env!("CARGO_BIN_EXE_agentlog"))
+                .arg("--store")
+                .arg(&store)
+                .args(["import", "--from", "auto"])
+                .arg(&tree)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (run(), run());
+        for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let again = import(&store, &tree, 4);
+        assert!(again.contains("\"created\":[]"), "{again}");
+    }
+}
