@@ -91,6 +91,68 @@ pub(crate) fn plain_of_any(path: &Path) -> Option<rkyv::util::AlignedVec<16>> {
         .map(|(bytes, _, _)| bytes)
 }
 
+/// The plain bytes of the blocks of a damaged cold segment file at `path` found without its
+/// block index (cut off, or its header damaged): every zstd frame found by its magic number
+/// after the header that decompresses (with the dictionary, when the file has one and it is
+/// intact) is kept, one after another, each padded to 16 bytes. A block holds whole records
+/// starting 16-byte aligned, so a search for records at aligned offsets finds each intact
+/// block's records, their checksums checked as anywhere. `None` when no frame decompresses.
+pub(crate) fn blocks_without_index(path: &Path) -> Option<rkyv::util::AlignedVec<16>> {
+    const FRAME_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    let data = std::fs::read(path).ok()?;
+    let start = 2 * HEADER_SIZE;
+    if data.len() < start || !is_cold(&data) {
+        return None;
+    }
+    // The dictionary, when the header (damaged or not) names one of a plausible size whose
+    // checksum after it is right.
+    let d = usize::try_from(format::u32_at(&data, 44)).ok()?;
+    let dict = (d > 0 && d <= compress::DICT_MAX)
+        .then(|| data.get(start..start + d + 4))
+        .flatten()
+        .filter(|b| crc32fast::hash(&b[..d]) == format::u32_at(b, d))
+        .and_then(|b| DDict::try_create(&b[..d]));
+    let mut at = if dict.is_some() { start + d + 4 } else { start };
+    // The blocks hold at most the plain segment's bytes: its capacity, when its header (kept
+    // after the cold one) is sound, else the default segment size. A damaged frame claiming
+    // more is no block of this segment (a few bytes of zstd can claim gigabytes).
+    let mut budget =
+        SegmentHeader::decode(&data[HEADER_SIZE..start]).map_or(64 << 20, |h| h.capacity);
+    let mut out = rkyv::util::AlignedVec::<16>::new();
+    while let Some(found) = data
+        .get(at..)
+        .and_then(|rest| rest.windows(4).position(|w| w == FRAME_MAGIC))
+    {
+        let frame = &data[at + found..];
+        let size = zstd::zstd_safe::find_frame_compressed_size(frame).ok();
+        let len = zstd::zstd_safe::get_frame_content_size(frame)
+            .ok()
+            .flatten();
+        let decoded = match (size, len.and_then(|n| usize::try_from(n).ok())) {
+            (Some(size), Some(len)) if size <= frame.len() && len as u64 <= budget => {
+                let mut dst = vec![0u8; len];
+                decompress_into(&frame[..size], &mut dst, dict.as_ref())
+                    .ok()
+                    .filter(|&n| n == len)
+                    .map(|_| (dst, size))
+            }
+            _ => None,
+        };
+        match decoded {
+            Some((plain, size)) => {
+                budget -= plain.len() as u64;
+                out.extend_from_slice(&plain);
+                while out.len() % format::RECORD_ALIGN != 0 {
+                    out.push(0);
+                }
+                at += found + size;
+            }
+            None => at += found + 1,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// The decoded header of a cold segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ColdHeader {

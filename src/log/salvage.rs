@@ -246,12 +246,18 @@ impl SalvagedRecords {
                 .and_then(|base| super::cold::rebuild_plain(path, base).ok());
             match rebuilt {
                 Some((plain, _, _)) => map = Bytes::Rebuilt(plain),
-                None => {
-                    return Ok(SalvagedRecords {
-                        map: Some(map),
-                        found: Vec::new(),
-                    })
-                }
+                // Its header or block index damaged (a file cut short loses its index): the
+                // blocks found by their frames' magic number, their records searched as they
+                // come (their offsets in the plain segment are not known).
+                None => match super::cold::blocks_without_index(path) {
+                    Some(plain) => return Ok(Self::in_blocks(source, log_id, plain)),
+                    None => {
+                        return Ok(SalvagedRecords {
+                            map: Some(map),
+                            found: Vec::new(),
+                        })
+                    }
+                },
             }
         }
         let data: &[u8] = &map;
@@ -279,6 +285,32 @@ impl SalvagedRecords {
             map: Some(map),
             found,
         })
+    }
+
+    /// The valid records in the decompressed blocks of a cold segment whose block index is
+    /// lost ([`super::cold::blocks_without_index`]): the base seq is the file name's, the
+    /// search starts at the blocks' first byte.
+    fn in_blocks(
+        source: &SalvageSource,
+        log_id: LogId,
+        plain: rkyv::util::AlignedVec<16>,
+    ) -> SalvagedRecords {
+        let Some(base) = format::parse_segment_file_name(&source.segment) else {
+            return SalvagedRecords {
+                map: None,
+                found: Vec::new(),
+            };
+        };
+        let check = RecordCheck {
+            base_seq: base,
+            seed: format::segment_seed(&log_id, base),
+            max_payload: plain.len() as u64,
+        };
+        let found = scan_aligned(&plain, 0, source.min_seq, &check);
+        SalvagedRecords {
+            map: Some(Bytes::Rebuilt(plain)),
+            found,
+        }
     }
 
     /// How many valid records were found.

@@ -324,3 +324,54 @@ fn an_unsealed_segment_is_not_compressed() {
         b"open"
     );
 }
+
+/// A cold segment cut short (its block index and last block gone) gave nothing to salvage:
+/// the blocks are found through the index, so the intact blocks at its start stayed in
+/// `damaged/` with no command to get them back (QA pass of 2026-12-08). Salvage now finds the
+/// blocks by their zstd frames when the index is lost, and their records as anywhere.
+#[test]
+fn a_cold_segment_cut_short_gives_the_records_of_its_intact_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("log");
+    let all = write_log(&dir, 3000, Options::default().segment_size(1 << 20));
+    let log_id = LogReader::open(&dir).unwrap().log_id().unwrap();
+    compress_log(&dir, &OsStorage).unwrap();
+    let seg = segments(&dir)[0].clone();
+    let bytes = std::fs::read(&seg).unwrap();
+    let blocks = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
+    assert!(blocks >= 2, "{blocks} blocks");
+    // Cut in the middle of the last block's frame: the index after it goes too.
+    let index = u64::from_le_bytes(bytes[48..56].try_into().unwrap()) as usize;
+    let last = index + 32 * (blocks - 1);
+    let last_first = u32::from_le_bytes(bytes[last..last + 4].try_into().unwrap()) as u64;
+    let z_last = u64::from_le_bytes(bytes[last + 16..last + 24].try_into().unwrap());
+    let z_len = u32::from_le_bytes(bytes[last + 24..last + 28].try_into().unwrap()) as u64;
+    std::fs::write(&seg, &bytes[..(z_last + z_len / 2) as usize]).unwrap();
+
+    let log = Log::open(&dir, Options::default().recovery(RecoveryMode::Salvage)).unwrap();
+    let cut = log
+        .recovery_report()
+        .clone()
+        .cut
+        .expect("the damage is cut");
+    assert_eq!(cut.first_lost_seq, 0);
+    let mut found = Vec::new();
+    for source in cut.salvage_sources() {
+        let records = SalvagedRecords::find(&source, log_id).unwrap();
+        found.extend(records.iter().map(|(seq, p)| (seq, p.to_vec())));
+    }
+    // Every record of the intact blocks of that segment, then those of the later segments.
+    let of_segment: Vec<(u64, Vec<u8>)> = found
+        .iter()
+        .filter(|(seq, _)| *seq < last_first)
+        .cloned()
+        .collect();
+    let want: Vec<(u64, Vec<u8>)> = (0..last_first)
+        .map(|i| (i, all[i as usize].clone()))
+        .collect();
+    assert!(
+        of_segment == want,
+        "{} of {last_first} records found",
+        of_segment.len()
+    );
+}
