@@ -601,9 +601,9 @@ impl ColdSegment {
             file_offset: b.zoffset,
             first_seq: self.head.base_seq + u64::from(b.first),
             what: format!(
-                "compressed block {k} (seqs {}..{}): {what}",
+                "compressed block {k} (seqs {} to {}): {what}",
                 self.head.base_seq + u64::from(b.first),
-                self.head.base_seq + u64::from(b.first) + u64::from(b.count)
+                (self.head.base_seq + u64::from(b.first) + u64::from(b.count)).saturating_sub(1)
             ),
         };
         let z = &self.file_map[b.zoffset as usize..(b.zoffset + u64::from(b.zlen)) as usize];

@@ -71,7 +71,11 @@ impl fmt::Display for CorruptionKind {
                 "segment belongs to another log (log id {found}, this log is {expected})"
             ),
             CorruptionKind::MissingSeqs { from, to } => {
-                write!(f, "seqs {from}..{to} are missing between segments")
+                write!(
+                    f,
+                    "seqs {from} to {} are missing between segments",
+                    to.saturating_sub(1)
+                )
             }
             CorruptionKind::TrailingBytes(n) => {
                 write!(f, "{n} unexpected bytes after the last record")

@@ -338,7 +338,7 @@ fn print_summary(summary: &agentlog::import::Summary) -> Result<()> {
         k => format!(", {k} not imported"),
     };
     eprintln!(
-        "read {} ({} bytes, {}): {} created, {} updated, {} unchanged{failed}; {}",
+        "read {} ({} bytes, {} imported): {} created, {} updated, {} unchanged{failed}; {}",
         n(summary.files, "file", "files"),
         summary.bytes,
         n(summary.lines, "line", "lines"),
