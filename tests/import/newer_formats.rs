@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentlog::import::{export_source, import_paths, Options};
+use agentlog::import::{export_source, import_paths, Options, Summary};
 use agentlog::store::Store;
 
 use crate::sweep_regressions::lines_of;
@@ -19,12 +19,18 @@ fn write(dir: &Path, name: &str, lines: &[&str]) -> std::path::PathBuf {
     file
 }
 
-/// Imports `paths` into the store `dir/store`, asserting that no file failed.
-fn import(dir: &Path, paths: &[std::path::PathBuf]) -> Store {
+/// Imports `paths` into the store `dir/store`, asserting that no file failed; the store and
+/// the run's summary.
+fn import_summary(dir: &Path, paths: &[std::path::PathBuf]) -> (Store, Summary) {
     let store = Store::open(dir.join("store")).unwrap();
     let summary = import_paths(&store, paths, &Options::default(), |_, _| {}).unwrap();
     assert_eq!(summary.failed, 0, "{summary:?}");
-    store
+    (store, summary)
+}
+
+/// [`import_summary`]'s store.
+fn import(dir: &Path, paths: &[std::path::PathBuf]) -> Store {
+    import_summary(dir, paths).0
 }
 
 /// `derive` of the session, as JSON text.
@@ -388,15 +394,7 @@ fn claude_code_hook_context_attachments_reach_the_history() {
         r#"{"parentUuid":"att4","type":"attachment","attachment":{"type":"nested_memory","path":"/repo/other/CLAUDE.md","displayPath":"other/CLAUDE.md"},"uuid":"att5","timestamp":"2026-06-07T05:00:06.500Z","sessionId":"h1","version":"2.1.207"}"#,
     ];
     let file = write(tmp.path(), "h1.jsonl", &lines);
-    let store = Store::open(tmp.path().join("store")).unwrap();
-    let summary = import_paths(
-        &store,
-        std::slice::from_ref(&file),
-        &Options::default(),
-        |_, _| {},
-    )
-    .unwrap();
-    assert_eq!(summary.failed, 0, "{summary:?}");
+    let (store, summary) = import_summary(tmp.path(), std::slice::from_ref(&file));
     assert_eq!(summary.unmapped.get("attachment/directory"), Some(&1));
     assert_eq!(summary.unmapped.get("attachment/nested_memory"), Some(&1));
     assert_eq!(
@@ -520,15 +518,9 @@ fn claude_code_compaction_keeps_the_messages_it_preserves() {
     for cut in [refs.len(), 6] {
         let tmp = tempfile::tempdir().unwrap();
         let file = write(tmp.path(), "pk.jsonl", &refs[..cut]);
-        let store = import(tmp.path(), std::slice::from_ref(&file));
-        let summary = import_paths(
-            &store,
-            &[write(tmp.path(), "pk.jsonl", &refs)],
-            &Options::default(),
-            |_, _| {},
-        )
-        .unwrap();
-        assert_eq!(summary.failed, 0, "{summary:?}");
+        import(tmp.path(), std::slice::from_ref(&file));
+        let whole = write(tmp.path(), "pk.jsonl", &refs);
+        let (store, summary) = import_summary(tmp.path(), &[whole]);
         assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
         let history = derived(&store, "claude-pk");
         assert_in_order(&history, &expected);
@@ -549,15 +541,7 @@ fn claude_code_compaction_keeping_an_unknown_message_replaces_everything_with_a_
         r#"{"parentUuid":"b1","type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation. Summary: one question answered."},"uuid":"s1","timestamp":"2026-06-08T06:00:04.000Z","sessionId":"pu"}"#,
     ];
     let file = write(tmp.path(), "pu.jsonl", &lines);
-    let store = Store::open(tmp.path().join("store")).unwrap();
-    let summary = import_paths(
-        &store,
-        std::slice::from_ref(&file),
-        &Options::default(),
-        |_, _| {},
-    )
-    .unwrap();
-    assert_eq!(summary.failed, 0, "{summary:?}");
+    let (store, summary) = import_summary(tmp.path(), std::slice::from_ref(&file));
     assert!(
         summary
             .warnings
