@@ -329,8 +329,9 @@ pub fn explain(e: agentlog::Error, label: &str) -> anyhow::Error {
                 .unwrap_or_default()
         ),
         agentlog::Error::Log(log::Error::Corrupt(c)) => anyhow!(
-            "session {label} is damaged: {c}; see `agentlog verify {label}`, and \
-             `agentlog recover --salvage {label}` to keep every valid event before the damage"
+            "session {label} is damaged: {c}; `agentlog verify {label}` tells a torn tail, which \
+             `agentlog recover {label}` cuts, from damage, for which `agentlog recover --salvage \
+             {label}` keeps every valid event before it (and writes those after it to damaged/)"
         ),
         agentlog::Error::Log(log::Error::Incompatible { .. }) => {
             anyhow!("session {label}: {e} (written by another version of agentlog)")
