@@ -718,14 +718,6 @@ fn collect_under(
     Ok(())
 }
 
-/// The first line of `data` longer than `max` bytes: its number (1-based) and its length.
-fn overlong_line(data: &[u8], max: u64) -> Option<(u64, u64)> {
-    data.split(|&b| b == b'\n')
-        .enumerate()
-        .find(|(_, l)| l.len() as u64 > max)
-        .map(|(i, l)| (i as u64 + 1, l.len() as u64))
-}
-
 /// The first non-blank line of a file (at most 16 lines looked at), the file's size and time.
 /// A first line longer than `limit` bytes (the store's largest event: its event could never be
 /// written) is not kept whole: an error names it, with its length, before the file is read.
@@ -857,21 +849,24 @@ fn imported_tail_hash(data: &[u8], end: u64) -> String {
 }
 
 /// The lines of `data` after what `state` says was imported: `None` (with a warning) when the
-/// file cannot be continued (shorter than what was imported, or its last line, imported
-/// without a newline, was changed).
+/// file cannot be continued (shorter than what was imported, its bytes imported last changed,
+/// or its last line, imported without a newline, was changed). A line longer than `max` (the
+/// largest event: its event, which keeps the line, could never be written) is an error, before
+/// it is parsed (which would take many times its size).
 fn new_lines<'d>(
     data: &'d [u8],
     state: &mut SourceState,
     shown: &str,
     summary: &mut Summary,
-) -> Option<NewLines<'d>> {
+    max: u64,
+) -> Result<Option<NewLines<'d>>> {
     if (data.len() as u64) < state.bytes {
         summary.warnings.push(format!(
             "{shown}: the file is shorter ({} bytes) than what was imported ({} bytes): skipped",
             data.len(),
             state.bytes
         ));
-        return None;
+        return Ok(None);
     }
     if state
         .tail_hash
@@ -883,7 +878,7 @@ fn new_lines<'d>(
              file replaced it at this path (an import continues a file only appended to): \
              skipped; delete the session to import the new file"
         ));
-        return None;
+        return Ok(None);
     }
     let mut start = state.bytes as usize;
     if !state.final_newline && start < data.len() {
@@ -896,7 +891,7 @@ fn new_lines<'d>(
                 "{shown}: the last line imported (without a newline) was continued; the new \
                  bytes are not imported"
             ));
-            return None;
+            return Ok(None);
         }
     }
     let new_data = &data[start..];
@@ -935,7 +930,19 @@ fn new_lines<'d>(
         }
         Some(v)
     };
+    let overlong = |l: &[u8], n: u64| {
+        (l.len() as u64 > max).then(|| Error::Import {
+            line: n + 1,
+            source: Box::new(Error::Log(crate::log::Error::EventTooLarge {
+                size: l.len() as u64,
+                max,
+            })),
+        })
+    };
     for l in lines {
+        if let Some(e) = overlong(l, n) {
+            return Err(e);
+        }
         let value = parse(l, n, &mut summary.warnings);
         src.push(SrcLine { n, bytes: l, value });
         n += 1;
@@ -943,6 +950,9 @@ fn new_lines<'d>(
     // A tail without a newline is imported when it is complete JSON, else left for later.
     let mut has_tail = false;
     if let Some(t) = tail {
+        if let Some(e) = overlong(t, n) {
+            return Err(e);
+        }
         let value = parse(t, n, &mut summary.warnings);
         if value.is_some() {
             src.push(SrcLine { n, bytes: t, value });
@@ -955,13 +965,13 @@ fn new_lines<'d>(
             ));
         }
     }
-    Some(NewLines {
+    Ok(Some(NewLines {
         data,
         start,
         new_data,
         src,
         tail: has_tail,
-    })
+    }))
 }
 
 /// The time (ms) the file at `path` was last written: the time of a new session none of whose
@@ -1185,15 +1195,6 @@ fn import_source(
         }
     }
     let data = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
-    // A line longer than the largest event is refused before it is parsed: its event (which
-    // keeps the line) could never be written, and parsing it would take many times its size.
-    let max = store.config().max_event_size;
-    if let Some((line, size)) = overlong_line(&data, max) {
-        return Err(Error::Import {
-            line,
-            source: Box::new(Error::Log(crate::log::Error::EventTooLarge { size, max })),
-        });
-    }
 
     // A session of that id: continue it from where the last import stopped.
     match store.open_session(&id) {
@@ -1305,7 +1306,14 @@ fn new_session(
         resume: None,
         tail_hash: None,
     };
-    let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
+    let Some(mut lines) = new_lines(
+        data,
+        &mut state,
+        shown,
+        summary,
+        store.config().max_event_size,
+    )?
+    else {
         return Ok(());
     };
     let first = first_time(&lines.src);
@@ -1394,7 +1402,14 @@ fn continue_session(
     hold: Hold,
     summary: &mut Summary,
 ) -> Result<()> {
-    let Some(mut lines) = new_lines(data, &mut state, shown, summary) else {
+    let Some(mut lines) = new_lines(
+        data,
+        &mut state,
+        shown,
+        summary,
+        store.config().max_event_size,
+    )?
+    else {
         return Ok(());
     };
     let close_left_open = (state.open || state.sidechains_open) && !keep_open;
