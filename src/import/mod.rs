@@ -545,30 +545,17 @@ pub fn import_paths(
                     let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
                     let mut one = Summary::default();
                     let walked = !named.contains(file.as_path());
-                    let first = firsts.get(i).cloned().flatten();
-                    let mut result = import_source(
-                        store,
-                        file,
-                        options.format,
-                        options.keep_open,
-                        walked,
-                        first,
-                        &mut one,
-                    );
+                    let run = |first, one: &mut Summary| {
+                        let (format, keep_open) = (options.format, options.keep_open);
+                        import_source(store, file, format, keep_open, walked, first, one)
+                    };
+                    let mut result = run(firsts.get(i).cloned().flatten(), &mut one);
                     if let Err(Error::Exists(_)) = result {
                         // Another process (a second `import` of the same tree, from cron
                         // say) made the session between this run's look and its own: the
                         // file is continued from what that one imported.
                         one = Summary::default();
-                        result = import_source(
-                            store,
-                            file,
-                            options.format,
-                            options.keep_open,
-                            walked,
-                            None,
-                            &mut one,
-                        );
+                        result = run(None, &mut one);
                     }
                     if let Err(e) = result {
                         // Nothing of the file was written: only its warnings and the error count.
