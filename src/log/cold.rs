@@ -91,22 +91,21 @@ pub(crate) fn plain_of_any(path: &Path) -> Option<rkyv::util::AlignedVec<16>> {
         .map(|(bytes, _, _)| bytes)
 }
 
-/// The plain bytes of the blocks of a damaged cold segment file at `path` found without its
-/// block index (cut off, or its header damaged): every zstd frame found by its magic number
-/// after the header that decompresses (with the dictionary, when the file has one and it is
-/// intact) is kept, one after another, each padded to 16 bytes. A block holds whole records
+/// The plain bytes of the blocks of a damaged cold segment file (its bytes `data`) found
+/// without its block index (cut off, or its header damaged): every zstd frame found by its
+/// magic number after the header that decompresses (with the dictionary, when the file has one
+/// and it is intact) is kept, one after another, each padded to 16 bytes. A block holds whole records
 /// starting 16-byte aligned, so a search for records at aligned offsets finds each intact
 /// block's records, their checksums checked as anywhere. `None` when no frame decompresses.
-pub(crate) fn blocks_without_index(path: &Path) -> Option<rkyv::util::AlignedVec<16>> {
+pub(crate) fn blocks_without_index(data: &[u8]) -> Option<rkyv::util::AlignedVec<16>> {
     const FRAME_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-    let data = std::fs::read(path).ok()?;
     let start = 2 * HEADER_SIZE;
-    if data.len() < start || !is_cold(&data) {
+    if data.len() < start || !is_cold(data) {
         return None;
     }
     // The dictionary, when the header (damaged or not) names one of a plausible size whose
     // checksum after it is right.
-    let d = usize::try_from(format::u32_at(&data, 44)).ok()?;
+    let d = usize::try_from(format::u32_at(data, 44)).ok()?;
     let dict = (d > 0 && d <= compress::DICT_MAX)
         .then(|| data.get(start..start + d + 4))
         .flatten()

@@ -249,7 +249,7 @@ impl SalvagedRecords {
                 // Its header or block index damaged (a file cut short loses its index): the
                 // blocks found by their frames' magic number, their records searched as they
                 // come (their offsets in the plain segment are not known).
-                None => match super::cold::blocks_without_index(path) {
+                None => match super::cold::blocks_without_index(&map) {
                     Some(plain) => return Ok(Self::in_blocks(source, log_id, plain)),
                     None => {
                         return Ok(SalvagedRecords {
@@ -274,17 +274,38 @@ impl SalvagedRecords {
                 })
             }
         };
+        let max_payload =
+            (data.len() as u64).saturating_sub((HEADER_SIZE + RECORD_HEADER_SIZE) as u64);
+        Ok(Self::searched(
+            map,
+            base,
+            log_id,
+            source.from_offset,
+            source.min_seq,
+            max_payload,
+        ))
+    }
+
+    /// The valid records of `map` from `from` on (at aligned offsets, seqs at least
+    /// `min_seq`), checked as records of the segment of `base` in log `log_id`.
+    fn searched(
+        map: Bytes,
+        base: u64,
+        log_id: LogId,
+        from: u64,
+        min_seq: u64,
+        max_payload: u64,
+    ) -> SalvagedRecords {
         let check = RecordCheck {
             base_seq: base,
             seed: format::segment_seed(&log_id, base),
-            max_payload: (data.len() as u64)
-                .saturating_sub((HEADER_SIZE + RECORD_HEADER_SIZE) as u64),
+            max_payload,
         };
-        let found = scan_aligned(data, source.from_offset, source.min_seq, &check);
-        Ok(SalvagedRecords {
+        let found = scan_aligned(&map, from, min_seq, &check);
+        SalvagedRecords {
             map: Some(map),
             found,
-        })
+        }
     }
 
     /// The valid records in the decompressed blocks of a cold segment whose block index is
@@ -301,16 +322,15 @@ impl SalvagedRecords {
                 found: Vec::new(),
             };
         };
-        let check = RecordCheck {
-            base_seq: base,
-            seed: format::segment_seed(&log_id, base),
-            max_payload: plain.len() as u64,
-        };
-        let found = scan_aligned(&plain, 0, source.min_seq, &check);
-        SalvagedRecords {
-            map: Some(Bytes::Rebuilt(plain)),
-            found,
-        }
+        let max_payload = plain.len() as u64;
+        Self::searched(
+            Bytes::Rebuilt(plain),
+            base,
+            log_id,
+            0,
+            source.min_seq,
+            max_payload,
+        )
     }
 
     /// How many valid records were found.
