@@ -858,11 +858,12 @@ fn hook_context(v: &Value) -> Option<Vec<String>> {
     (!blocks.is_empty()).then_some(blocks)
 }
 
-/// The text block of a `nested_memory` attachment (2.1.x: a CLAUDE.md or rules file below the
-/// project's root that Claude Code loaded when the agent worked on a file under it), as Claude
-/// Code gives it to the model: `Contents of <path>:` and the file's text (`content.content`;
-/// the path is `content.path`, else the attachment's `path`). `None` for any other line, or
-/// when it holds no text (a line naming the file only).
+/// The text block of a `nested_memory` attachment (2.1.x: a CLAUDE.md or rules file, Claude
+/// Code's instruction files, below the root of the user's project, not of this repository,
+/// loaded when the agent worked on a file under it), as Claude Code gives it to the model:
+/// `Contents of <path>:` and the file's text (`content.content`; the path is `content.path`,
+/// else the attachment's `path`). `None` for any other line, or when it holds no text (a line
+/// naming the file only).
 fn memory_context(v: &Value) -> Option<Vec<String>> {
     let a = get(v, "attachment")?;
     if get_str(a, "type") != Some("nested_memory") {
